@@ -1,0 +1,27 @@
+// cli/cli.h
+//
+// Owns: the command line: subcommand registration, flag parsing and exit codes. Subcommands are
+// thin; each lives in its own <name>_command.cc and calls into the library.
+// Exit codes: 0 success, 1 the run failed (server unreachable, nothing measured, I/O error),
+// 2 invalid usage (a flag or value is wrong; the message names the flag), 130 interrupted by
+// SIGINT after writing what was measured.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace bakeoff::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;
+
+int Main(int argc, char** argv);
+
+// Each subcommand registers itself on `app` and sets `*exit_code` when it runs.
+void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddEmulateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace bakeoff::cli

@@ -1,0 +1,62 @@
+// core/clock.h
+//
+// Owns: the one seam for time (leveldb's Env::NowMicros, nighthawk's TimeSource). Every duration
+// in bakeoff is measured on the monotonic clock through this interface; the wall clock is for
+// display and file stamps only. Tests and the simulator use ManualClock.
+//
+// Thread-safety: SteadyClock is stateless and safe everywhere. ManualClock is safe to read from
+// many threads while one thread advances it.
+// Units: std::chrono::nanoseconds (alias Nanos).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace bakeoff {
+
+using Nanos = std::chrono::nanoseconds;
+using MonoTime = std::chrono::steady_clock::time_point;
+using WallTime = std::chrono::system_clock::time_point;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual MonoTime Now() const = 0;       // monotonic; all durations use this
+  virtual WallTime WallNow() const = 0;  // display only
+};
+
+// The real clocks.
+class SteadyClock final : public Clock {
+ public:
+  MonoTime Now() const override { return std::chrono::steady_clock::now(); }
+  WallTime WallNow() const override { return std::chrono::system_clock::now(); }
+};
+
+// Process-wide real clock.
+const Clock& RealClock();
+
+// Time moves only when Advance() or Set() is called.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(MonoTime start = MonoTime{}) : now_ns_(start.time_since_epoch().count()) {}
+  MonoTime Now() const override { return MonoTime(Nanos(now_ns_.load(std::memory_order_acquire))); }
+  WallTime WallNow() const override { return WallTime(Now().time_since_epoch()); }
+  void Advance(Nanos by) { now_ns_.fetch_add(by.count(), std::memory_order_acq_rel); }
+  void Set(MonoTime at) { now_ns_.store(at.time_since_epoch().count(), std::memory_order_release); }
+
+ private:
+  std::atomic<std::int64_t> now_ns_;
+};
+
+// Converts a duration to floating-point milliseconds or seconds (for reports and JSON).
+inline double ToMillis(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
+inline double ToSeconds(Nanos d) { return static_cast<double>(d.count()) / 1e9; }
+inline Nanos FromSeconds(double s) {
+  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(s));
+}
+inline Nanos FromMillis(double ms) {
+  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
+}
+
+}  // namespace bakeoff

@@ -1,0 +1,98 @@
+// dialect/openai.h
+//
+// Owns: the OpenAI-compatible dialect: encoding /v1/completions and /v1/chat/completions request
+// bodies, and decoding their responses, streamed (one SSE `data:` payload at a time) or whole.
+// Decoding tolerates every engine's extra fields (timings, metrics, sglext, stop_reason, ...),
+// accepts usage on any chunk (including one with finish_reason), and recognises mid-stream
+// `{"error": ...}` objects (nested or flat vLLM/SGLang shapes). See
+// ../shared/reference/engine-interfaces.md section 10.3-10.4 for the engines' differences.
+// Does not own: SSE framing (net/sse.h) or timing (measure/).
+//
+// Thread-safety: an OpenAiStreamDecoder is used by one thread; encoding functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace bakeoff::dialect {
+
+enum class Api { kCompletions, kChat };
+const char* ApiPath(Api api);  // "/v1/completions" or "/v1/chat/completions"
+
+struct GenerationRequest {
+  Api api = Api::kChat;
+  std::string model;
+  std::string prompt;  // completions: the prompt; chat: one user message
+  std::string system;  // chat only: optional system message ("" = none)
+  std::uint32_t max_tokens = 128;
+  bool stream = true;
+  bool include_usage = true;       // stream_options.include_usage (only sent when stream)
+  bool continuous_usage = false;   // stream_options.continuous_usage_stats (vLLM): usage per chunk
+  bool ignore_eos = false;         // vLLM/SGLang extension; sent only when true
+  std::optional<std::uint32_t> min_tokens;
+  std::optional<double> temperature;
+  std::optional<std::uint64_t> seed;
+};
+
+// The JSON body for `request`. Never fails: every field is already typed.
+std::string EncodeRequestBody(const GenerationRequest& request);
+
+struct Usage {
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t completion_tokens = 0;
+  std::optional<std::uint64_t> cached_tokens;  // prompt_tokens_details.cached_tokens
+  bool operator==(const Usage&) const = default;
+};
+
+// What one SSE data payload said. Views point into the decoder and are valid until the next
+// Decode call.
+struct StreamChunk {
+  bool done = false;               // the payload was the literal [DONE]
+  bool has_choices = false;        // a non-empty choices array was present
+  std::string_view content;        // generated text in this chunk (text or delta.content)
+  std::string_view reasoning;      // delta.reasoning_content or delta.reasoning
+  std::uint32_t token_count = 0;   // tokens this chunk carries when the server says so
+                                   // (logprobs entries or delta of continuous usage); 0 = unknown
+  std::optional<Usage> usage;
+  std::string_view finish_reason;  // "" when absent or null
+  std::optional<std::string> error;  // message of an {"error": ...} object in the stream
+};
+
+class OpenAiStreamDecoder {
+ public:
+  OpenAiStreamDecoder();
+  ~OpenAiStreamDecoder();
+  OpenAiStreamDecoder(const OpenAiStreamDecoder&) = delete;
+  OpenAiStreamDecoder& operator=(const OpenAiStreamDecoder&) = delete;
+
+  // Decodes one `data:` payload. Returns a kProtocol error for bytes that are not JSON or JSON of
+  // the wrong shape (for example `choices` that is not an array).
+  Result<StreamChunk> Decode(std::string_view data);
+
+  // Resets per-stream state (the continuous-usage counter) before reusing the decoder.
+  void Reset();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A non-streaming response body, decoded.
+struct CompletionResponse {
+  std::string content;
+  std::string reasoning;
+  std::string finish_reason;
+  std::optional<Usage> usage;
+};
+Result<CompletionResponse> DecodeCompletionResponse(std::string_view body);
+
+// The message of an OpenAI-shaped error body ({"error":{"message":..}}, {"error":"..."} or the
+// flat {"object":"error","message":..}); nullopt if the body has none of these shapes.
+std::optional<std::string> DecodeErrorMessage(std::string_view body);
+
+}  // namespace bakeoff::dialect

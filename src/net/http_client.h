@@ -1,0 +1,143 @@
+// net/http_client.h
+//
+// Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP or TLS on one EventLoop: keep-alive
+// connection reuse, one connection per in-flight request, chunked transfer decoding, per-request
+// deadlines, size limits, client-side cancellation at a chosen instant, and the FaultPlan seam.
+// TLS verifies certificates by default (OpenSSL, system trust store or a given CA file).
+// The bearer token is sent as `Authorization: Bearer ...` and never logged or echoed in errors.
+// Does not own: SSE/NDJSON framing (net/sse.h, net/ndjson.h) or what the body means (dialect/).
+//
+// Thread-safety: an HttpClient belongs to one EventLoop; call it only on that loop's thread.
+// Units: deadlines are Nanos; sizes are bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "net/event_loop.h"
+#include "net/fault_plan.h"
+
+namespace bakeoff::net {
+
+// Where requests go: scheme, host, port and a base path prefix ("" or "/prefix").
+struct Endpoint {
+  bool tls = false;
+  std::string host;       // name or literal address; IPv6 without brackets
+  std::string port;       // "80"/"443" when the URL has none
+  std::string base_path;  // no trailing '/'
+
+  std::string ToString() const;  // "http://host:port/base"
+};
+
+// Parses "http://host[:port][/base]" or "https://...". IPv6 hosts in brackets.
+Result<Endpoint> ParseEndpoint(std::string_view url);
+
+struct Deadlines {
+  Nanos connect = std::chrono::seconds(10);     // resolve + TCP connect + TLS handshake
+  Nanos first_byte = std::chrono::seconds(120);  // request written -> response headers complete
+  Nanos idle = std::chrono::seconds(60);         // longest gap between two body reads
+  Nanos total = std::chrono::seconds(1800);      // request start -> end of body
+};
+
+struct Limits {
+  std::size_t max_header_bytes = 64 * 1024;
+  std::size_t max_body_bytes = 256 * 1024 * 1024;  // a 32k-token answer as SSE is ~10 MiB
+};
+
+struct ClientOptions {
+  Deadlines deadlines;
+  Limits limits;
+  bool verify_tls = true;
+  std::string ca_file;       // empty: the system trust store
+  std::string bearer_token;  // empty: no Authorization header. Never printed.
+  std::string user_agent = std::string("bakeoff/") + BAKEOFF_VERSION;
+  FaultPlan* faults = nullptr;  // not owned; null: no injected faults
+};
+
+struct HttpRequest {
+  std::string method = "POST";
+  std::string path;  // appended to Endpoint::base_path, e.g. "/v1/completions"
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::optional<MonoTime> cancel_at;  // the client abandons the request at this instant
+};
+
+struct ResponseHead {
+  int status = 0;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;  // as received, in order
+  std::string_view Header(std::string_view name) const;      // case-insensitive; "" if absent
+};
+
+// How the transport ended a request. Exactly one per request.
+enum class TransportEnd {
+  kComplete,          // full response received (any status)
+  kConnectFailed,     // resolve, connect or TLS handshake failed
+  kReset,             // peer closed or reset before the response was complete
+  kTimeoutConnect,
+  kTimeoutFirstByte,
+  kTimeoutIdle,
+  kTimeoutTotal,
+  kCancelled,         // cancel_at reached, or the client was shut down
+  kProtocolError,     // not valid HTTP/1.1 (garbage bytes, bad chunk framing)
+  kTooLarge,          // header or body over its limit
+  kHandlerAborted,    // ResponseHandler::OnBody returned an error
+};
+const char* TransportEndName(TransportEnd end);
+
+// Receives one request's events, all on the loop thread, in this order:
+// OnConnected? OnRequestWritten? OnHeaders? OnBody* OnEnd (always, exactly once, last).
+class ResponseHandler {
+ public:
+  virtual ~ResponseHandler() = default;
+  virtual void OnConnected(MonoTime /*at*/, bool /*reused*/) {}
+  virtual void OnRequestWritten(MonoTime /*at*/) {}
+  virtual void OnHeaders(MonoTime at, const ResponseHead& head) = 0;
+  // One piece of the de-chunked body, as read. An error aborts the request (kHandlerAborted).
+  virtual Status OnBody(MonoTime at, std::string_view bytes) = 0;
+  virtual void OnEnd(MonoTime at, TransportEnd end, std::string_view detail) = 0;
+};
+
+class HttpClient {
+ public:
+  HttpClient(EventLoop& loop, Endpoint endpoint, ClientOptions options,
+             const Clock& clock = RealClock());
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Starts `request` now, reusing an idle keep-alive connection or opening a new one.
+  // REQUIRES: on the loop thread; `handler` outlives the request (until its OnEnd).
+  void Start(HttpRequest request, ResponseHandler* handler);
+
+  // Cancels every in-flight request (each ends kCancelled) and closes idle connections.
+  void Shutdown();
+
+  std::size_t in_flight() const;
+  std::size_t connections_opened() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A whole response, for control calls (models, tokenize, health) that are not measured.
+struct FetchedResponse {
+  ResponseHead head;
+  std::string body;
+};
+
+// Blocking request on a private event loop. Errors name the endpoint and path.
+Result<FetchedResponse> Fetch(const Endpoint& endpoint, HttpRequest request,
+                              const ClientOptions& options);
+
+}  // namespace bakeoff::net
