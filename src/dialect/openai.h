@@ -50,17 +50,24 @@ struct Usage {
 };
 
 // What one SSE data payload said. Views point into the decoder and are valid until the next
-// Decode call.
+// Decode call. Only the choice with `index` 0 (or the first choice without an `index`) is read;
+// bakeoff never asks for n > 1, and other choices' text is ignored.
 struct StreamChunk {
   bool done = false;               // the payload was the literal [DONE]
   bool has_choices = false;        // a non-empty choices array was present
   std::string_view content;        // generated text in this chunk (text or delta.content)
   std::string_view reasoning;      // delta.reasoning_content or delta.reasoning
-  std::uint32_t token_count = 0;   // tokens this chunk carries when the server says so
-                                   // (logprobs entries or delta of continuous usage); 0 = unknown
+  std::uint32_t token_count = 0;   // tokens this chunk carries when the server says so; 0 = unknown.
+                                   // From logprobs entries (chat `logprobs.content`, completions
+                                   // `logprobs.tokens`) when present, else from continuous usage:
+                                   // the rise of usage.completion_tokens over the previous chunk
+                                   // with usage. A first usage seen on a chunk that also finishes
+                                   // (SGLang/llama.cpp final usage) or has no choices is a total,
+                                   // not a per-chunk count, and gives 0.
   std::optional<Usage> usage;
   std::string_view finish_reason;  // "" when absent or null
   std::optional<std::string> error;  // message of an {"error": ...} object in the stream
+                                     // (at most 1024 bytes, longer messages are cut)
 };
 
 class OpenAiStreamDecoder {
@@ -70,8 +77,12 @@ class OpenAiStreamDecoder {
   OpenAiStreamDecoder(const OpenAiStreamDecoder&) = delete;
   OpenAiStreamDecoder& operator=(const OpenAiStreamDecoder&) = delete;
 
-  // Decodes one `data:` payload. Returns a kProtocol error for bytes that are not JSON or JSON of
-  // the wrong shape (for example `choices` that is not an array).
+  // Decodes one `data:` payload (surrounding ASCII whitespace allowed). Returns a kProtocol error
+  // for bytes that are not JSON, JSON that is not an object, or a field bakeoff reads that has the
+  // wrong type (`choices` not an array, a choice not an object, text/content/reasoning/
+  // finish_reason not a string or null, `usage` not an object or null, a token count not a
+  // non-negative integer). The message quotes at most 200 bytes of the payload. Unknown fields and
+  // `logprobs` of an unexpected shape are ignored.
   Result<StreamChunk> Decode(std::string_view data);
 
   // Resets per-stream state (the continuous-usage counter) before reusing the decoder.
@@ -89,10 +100,14 @@ struct CompletionResponse {
   std::string finish_reason;
   std::optional<Usage> usage;
 };
+// Completions `choices[0].text` or chat `choices[0].message.content` (+ `reasoning_content` or
+// `reasoning`), index-0 choice only as for streams. Errors (kProtocol): not JSON, wrong field types
+// (as Decode), no choices, or the body is an error object (the message says so and quotes it).
 Result<CompletionResponse> DecodeCompletionResponse(std::string_view body);
 
-// The message of an OpenAI-shaped error body ({"error":{"message":..}}, {"error":"..."} or the
-// flat {"object":"error","message":..}); nullopt if the body has none of these shapes.
+// The message of an OpenAI-shaped error body ({"error":{"message":..}}, {"error":"..."}, the
+// flat {"object":"error","message":..}, or FastAPI's {"detail": ...} as sent by Triton's OpenAI
+// frontend); nullopt if the body is not JSON or has none of these shapes. At most 1024 bytes.
 std::optional<std::string> DecodeErrorMessage(std::string_view body);
 
 }  // namespace bakeoff::dialect

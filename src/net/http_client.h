@@ -43,7 +43,9 @@ Result<Endpoint> ParseEndpoint(std::string_view url);
 struct Deadlines {
   Nanos connect = std::chrono::seconds(10);     // resolve + TCP connect + TLS handshake
   Nanos first_byte = std::chrono::seconds(120);  // request written -> response headers complete
-  Nanos idle = std::chrono::seconds(60);         // longest gap between two body reads
+  // Longest time without progress while writing the request (the server stopped reading) or
+  // between two reads of the body.
+  Nanos idle = std::chrono::seconds(60);
   Nanos total = std::chrono::seconds(1800);      // request start -> end of body
 };
 
@@ -96,6 +98,9 @@ const char* TransportEndName(TransportEnd end);
 
 // Receives one request's events, all on the loop thread, in this order:
 // OnConnected? OnRequestWritten? OnHeaders? OnBody* OnEnd (always, exactly once, last).
+// OnConnected runs inside Start() when a pooled connection is reused; OnEnd never runs inside
+// Start(). The handler may be destroyed in OnEnd; the client does not touch it afterwards.
+// Callbacks may call Start() and Shutdown() on the same client, but must not destroy it.
 class ResponseHandler {
  public:
   virtual ~ResponseHandler() = default;
@@ -115,15 +120,20 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Starts `request` now, reusing an idle keep-alive connection or opening a new one.
-  // REQUIRES: on the loop thread; `handler` outlives the request (until its OnEnd).
+  // Starts `request` now, reusing an idle keep-alive connection or opening a new one. A pooled
+  // connection that the server has closed (or that holds unsolicited bytes) is discarded first.
+  // Deadlines run on the steady clock; the Clock given to the constructor stamps the callbacks.
+  // REQUIRES: on the loop thread; `handler` outlives the request (until its OnEnd); the
+  // EventLoop outlives this client.
   void Start(HttpRequest request, ResponseHandler* handler);
 
-  // Cancels every in-flight request (each ends kCancelled) and closes idle connections.
+  // Cancels every in-flight request (each ends kCancelled, synchronously, before this returns)
+  // and closes idle connections. Requests started from those OnEnd calls are not cancelled.
+  // The destructor does the same.
   void Shutdown();
 
   std::size_t in_flight() const;
-  std::size_t connections_opened() const;
+  std::size_t connections_opened() const;  // new connections attempted (not reuses)
 
  private:
   struct Impl;

@@ -6,10 +6,13 @@
 // removed; comment lines (leading ':') are counted, not delivered as events; several data lines
 // join with '\n'; a blank line dispatches. Unlike a browser, fields the spec does not know (for
 // example llama.cpp's `error:` line) are kept on the event in `unknown_fields`, never dropped, and
-// an event with no data but with unknown fields is still dispatched.
+// an event with no data but with unknown fields is still dispatched. Also unlike a browser, `id`
+// and `retry` belong to the event that carries them (a browser keeps the last event ID and the
+// reconnection time for the whole connection); bakeoff never reconnects, so per-event is simpler.
 // Does not own: what the data means (dialect/), or the HTTP body (net/http_client.h).
 //
 // Thread-safety: one decoder per stream, used by one thread.
+// Units: sizes in bytes; retry_ms in milliseconds, as sent.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +30,8 @@ namespace bakeoff::net {
 struct SseEvent {
   std::string event;  // the `event:` field; empty means the default type "message"
   std::string data;   // all `data:` lines of the event joined with '\n'
-  std::string id;     // the last `id:` field seen in this event, if any
-  std::optional<std::int64_t> retry_ms;
+  std::string id;     // the last `id:` field without a NUL seen in this event, if any
+  std::optional<std::int64_t> retry_ms;  // the last all-digit `retry:` that fits in int64
   std::vector<std::pair<std::string, std::string>> unknown_fields;  // (name, value) in order
 
   bool operator==(const SseEvent&) const = default;
@@ -42,28 +45,43 @@ class SseDecoder {
       : max_event_bytes_(max_event_bytes) {}
 
   // Appends the bytes of one network read and appends every event they complete to `out`.
-  // Bytes after the last complete line are kept for the next call. Returns a kProtocol error if
-  // one event (or one unterminated line) would exceed max_event_bytes; the decoder is then
-  // unusable.
-  // REQUIRES: Finish() has not been called.
+  // Bytes after the last complete line are kept for the next call; complete lines are parsed in
+  // place, never copied. Returns a kProtocol error if the pending event's fields plus the current
+  // line (terminated or not) would exceed max_event_bytes, so buffered memory stays below the
+  // limit and no event's fields (data, event, id, unknown names and values) total more than it;
+  // events completed before that line are still appended. After an error every Feed
+  // returns an error. How `bytes` is split across calls never changes the events or the error.
+  // REQUIRES: Finish() has not been called; out != nullptr.
   Status Feed(std::string_view bytes, std::vector<SseEvent>* out);
 
   // Ends the stream. Per the spec an incomplete event at end of stream is discarded; this returns
-  // true if such trailing bytes were pending so the caller can report "stream cut mid-event".
+  // true if such trailing bytes were pending (an unterminated line, or field lines not yet
+  // followed by a blank line) so the caller can report "stream cut mid-event".
+  // REQUIRES: Finish() has not been called.
   bool Finish();
 
   // Comment lines (": keep-alive") seen so far.
   std::uint64_t comment_count() const { return comment_count_; }
 
  private:
+  // Consumes a partial UTF-8 BOM at the start of the stream; returns the bytes left to parse
+  // (empty while the first three bytes are still a BOM prefix).
+  std::string_view SkipBom(std::string_view bytes);
+  // Fails the decoder if a line of `line_bytes` on top of the pending event would pass the limit.
+  Status CheckLimit(std::size_t line_bytes);
   void ProcessLine(std::string_view line, std::vector<SseEvent>* out);
+  void Dispatch(std::vector<SseEvent>* out);
+  std::size_t PendingBytes() const {
+    return pending_.data.size() + pending_.event.size() + pending_.id.size() + unknown_bytes_;
+  }
 
   std::size_t max_event_bytes_;
-  std::string line_;         // the current unterminated line
-  SseEvent pending_;         // fields of the event being built
-  bool has_pending_ = false; // any field seen since the last dispatch
-  bool data_seen_ = false;   // at least one data line in pending_
-  bool last_was_cr_ = false; // previous chunk ended in CR (a following LF belongs to it)
+  std::string line_;               // the current unterminated line (or a partial BOM)
+  SseEvent pending_;               // fields of the event being built
+  std::size_t unknown_bytes_ = 0;  // name + value bytes in pending_.unknown_fields
+  bool has_pending_ = false;       // any field line seen since the last blank line
+  bool data_seen_ = false;         // at least one data line in pending_
+  bool last_was_cr_ = false;       // previous chunk ended in CR (a following LF belongs to it)
   bool bom_checked_ = false;
   std::uint64_t comment_count_ = 0;
   bool failed_ = false;

@@ -1,0 +1,67 @@
+# Intents only; the build is CMake (CMakePresets.json). Every target that builds runs `deps`
+# first, so `make demo` and `make test` work on a fresh Debian 12 machine as root.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+# Debian 12 packages the build, tests and benchmarks need (docs/DEPENDENCIES.md says why).
+DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config clang libclang-rt-14-dev \
+  libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
+  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 10
+
+.PHONY: deps build demo test unit-test asan tsan fuzz bench format lint clean
+
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing" $$missing; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install packages" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build build/release -j $(JOBS)
+
+demo: build
+	scripts/demo.sh build/release/bakeoff
+
+# The whole suite: unit and integration tests, the same under ASan+UBSan, and a short fuzz run.
+test: build
+	ctest --test-dir build/release --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory fuzz
+
+unit-test: build
+	ctest --test-dir build/release --output-on-failure -j $(JOBS)
+
+asan: deps
+	cmake --preset asan >/dev/null
+	cmake --build build/asan -j $(JOBS)
+	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+tsan: deps
+	cmake --preset tsan >/dev/null
+	cmake --build build/tsan -j $(JOBS)
+	ctest --test-dir build/tsan --output-on-failure -j $(JOBS)
+
+fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build build/fuzz -j $(JOBS)
+	scripts/run_fuzzers.sh build/fuzz $(FUZZ_SECONDS)
+
+bench: build
+	scripts/bench.sh build/release
+
+format:
+	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+
+lint: build
+	run-clang-tidy -p build/release -quiet src/ 2>/dev/null || clang-tidy -p build/release $$(find src -name '*.cc')
+
+clean:
+	rm -rf build

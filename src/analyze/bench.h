@@ -1,0 +1,52 @@
+// analyze/bench.h
+//
+// Owns: one `bakeoff bench` run end to end: discover the model (and whether the target is the
+// emulated engine), calibrate prompt length against the server's tokenizer when it has one, run
+// the load steps, stream raw records to <out>/records.jsonl as requests finish, and write
+// <out>/summary.json (docs/formats/summary.md) even when the run is interrupted.
+// Does not own: flag parsing (cli/) or the load itself (load/runner.h).
+//
+// Thread-safety: RunBench blocks; `stop` may be set from a signal watcher.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/slo.h"
+#include "analyze/step_analysis.h"
+#include "load/runner.h"
+
+namespace bakeoff::analyze {
+
+struct BenchConfig {
+  load::RunSpec run;           // target, shape, steps, workers, seed
+  std::string url;             // as given, for the summary
+  Slo slo;
+  std::filesystem::path out_dir;
+  bool calibrate_prompt = true;  // use the server's /tokenize when it has one
+  nlohmann::json flags;          // the full configuration as given, recorded in summary.json
+};
+
+struct BenchOutcome {
+  std::vector<StepAnalysis> steps;
+  bool emulated = false;        // the target said it is bakeoff's emulated engine
+  bool interrupted = false;
+  std::filesystem::path summary_path;
+  std::filesystem::path records_path;
+  std::vector<std::string> notes;  // calibration results and warnings, for the user
+};
+
+// `log` receives human-readable progress lines (discovery, calibration, step starts).
+// `on_tick` receives live counters (see load::RunLoad).
+Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
+                              const std::function<void(const std::string&)>& log,
+                              const std::function<void(std::size_t, const load::Progress&)>& on_tick);
+
+inline constexpr int kSummarySchemaVersion = 1;
+
+}  // namespace bakeoff::analyze

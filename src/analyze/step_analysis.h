@@ -1,0 +1,94 @@
+// analyze/step_analysis.h
+//
+// Owns: every aggregate figure of one load step, computed from its raw records: latency
+// summaries (bakeoff's own definitions, docs/TERMINOLOGY.md), the same figures under the vLLM,
+// AIPerf and GuideLLM conventions, throughput, outcome breakdown, SLO attainment and goodput,
+// and the generator-limited verdict. Only measurement-phase requests count; warm-up requests are
+// counted separately and otherwise ignored.
+// Does not own: formatting (cli/ prints the table; summary.json is written by ToJson here as
+// the contract documented in docs/formats/summary.md).
+//
+// Thread-safety: pure functions over values.
+// Units: milliseconds for latencies, seconds for durations, per-second rates.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/slo.h"
+#include "load/runner.h"
+#include "stats/quantile.h"
+
+namespace bakeoff::analyze {
+
+// Thresholds past which the client, not the server, may have shaped the numbers.
+inline constexpr double kGeneratorLimitedSendLagP99Ms = 5.0;
+inline constexpr double kGeneratorLimitedLoopLagP99Ms = 5.0;
+
+// One convention's view of the same requests (see docs/TERMINOLOGY.md "Other tools' names").
+struct ConventionFigures {
+  stats::Summary ttft_ms;
+  stats::Summary itl_ms;
+  stats::Summary tpot_ms;
+  stats::Summary e2e_ms;
+};
+
+struct SloResult {
+  SloTerm term;
+  double observed_ms = 0;  // the metric's percentile over ok requests
+  bool met = false;        // observed <= threshold (and there were ok requests)
+};
+
+struct StepAnalysis {
+  std::string label;
+  std::uint64_t planned = 0;
+  std::uint64_t warmup_requests = 0;
+  std::uint64_t measured_requests = 0;
+  std::map<std::string, std::uint64_t> outcomes;  // outcome name -> count (measure phase)
+  std::vector<std::string> error_examples;        // first few distinct error messages
+  double duration_s = 0;  // first measured send to last measured finish
+
+  // bakeoff's own definitions, over measured ok requests.
+  stats::Summary ttft_ms;
+  stats::Summary ttft_answer_ms;  // time to first non-reasoning token
+  stats::Summary itl_event_ms;    // gaps between token events
+  stats::Summary itl_token_ms;    // gaps per token (an event of n tokens gives n gaps of gap/n)
+  stats::Summary tpot_ms;
+  stats::Summary e2e_ms;          // service time: send start -> end of stream
+  stats::Summary response_ms;     // response time: intended send -> end of stream
+  stats::Summary send_lag_ms;     // over every measured request that was sent
+  stats::Summary loop_lag_ms;
+  stats::Summary output_tokens;
+  stats::Summary prompt_tokens;   // server-reported when available
+
+  double request_rate_per_s = 0;        // ok requests / duration
+  double offered_rate_per_s = 0;        // measured requests sent / duration
+  double input_tokens_per_s = 0;
+  double output_tokens_per_s = 0;
+  bool output_tokens_estimated = false; // some ok request had no server usage report
+  bool prompt_tokens_from_server = false;
+
+  std::vector<SloResult> slo;
+  double slo_attainment = 0;  // share of measured requests that are ok and meet every term
+  double goodput_per_s = 0;   // such requests per second
+
+  bool generator_limited = false;
+  std::vector<std::string> generator_limited_reasons;
+  bool interrupted = false;
+
+  ConventionFigures vllm;
+  ConventionFigures aiperf;
+  ConventionFigures guidellm;
+};
+
+StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo);
+
+// The step as it appears in summary.json.
+nlohmann::json ToJson(const StepAnalysis& analysis);
+nlohmann::json ToJson(const stats::Summary& summary);
+
+}  // namespace bakeoff::analyze

@@ -1,0 +1,66 @@
+#include "cli/table.h"
+
+#include <fmt/format.h>
+
+namespace bakeoff::cli {
+namespace {
+
+std::string Ms(const stats::Summary& s, const stats::QuantileEstimate& q) {
+  if (s.count == 0) return "-";
+  return fmt::format("{:.1f}{}", q.value, q.bounded ? "" : "*");
+}
+
+}  // namespace
+
+std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "\n{}\n",
+                 outcome.emulated ? "Results (EMULATED engine: not a real engine's performance)"
+                                  : "Results");
+  fmt::format_to(it, "{:<18} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
+                 "step", "ok/all", "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50",
+                 "TPOT p99", "ITL p99", "E2E p99", "lag p99");
+  bool any_slo = false;
+  for (const analyze::StepAnalysis& s : outcome.steps) {
+    const auto ok_it = s.outcomes.find("ok");
+    const std::uint64_t ok = ok_it == s.outcomes.end() ? 0 : ok_it->second;
+    fmt::format_to(it, "{:<18} {:>8} {:>7.2f} {:>9.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
+                   s.label + (s.interrupted ? " (int)" : ""),
+                   fmt::format("{}/{}", ok, s.measured_requests), s.request_rate_per_s,
+                   s.output_tokens_per_s, Ms(s.ttft_ms, s.ttft_ms.p50), Ms(s.ttft_ms, s.ttft_ms.p99),
+                   Ms(s.tpot_ms, s.tpot_ms.p50), Ms(s.tpot_ms, s.tpot_ms.p99),
+                   Ms(s.itl_token_ms, s.itl_token_ms.p99), Ms(s.e2e_ms, s.e2e_ms.p99),
+                   Ms(s.send_lag_ms, s.send_lag_ms.p99));
+    any_slo = any_slo || !s.slo.empty();
+  }
+  fmt::format_to(it, "latencies in ms; * = too few samples for a 95% confidence bound on that "
+                     "percentile; lag = send lag\n");
+  if (any_slo) {
+    for (const analyze::StepAnalysis& s : outcome.steps) {
+      fmt::format_to(it, "{:<18} SLO attainment {:.1f}%  goodput {:.2f} req/s ", s.label,
+                     100 * s.slo_attainment, s.goodput_per_s);
+      for (const analyze::SloResult& r : s.slo) {
+        fmt::format_to(it, " [{} {} ({:.1f})]", r.term.text, r.met ? "met" : "MISSED", r.observed_ms);
+      }
+      out.push_back('\n');
+    }
+  }
+  for (const analyze::StepAnalysis& s : outcome.steps) {
+    for (const auto& [name, count] : s.outcomes) {
+      if (name != "ok") fmt::format_to(it, "{}: {} {}\n", s.label, count, name);
+    }
+    for (const std::string& example : s.error_examples) fmt::format_to(it, "  e.g. {}\n", example);
+    if (s.generator_limited) {
+      fmt::format_to(it, "{}: GENERATOR-LIMITED (the client may have shaped these numbers):", s.label);
+      for (const std::string& reason : s.generator_limited_reasons) fmt::format_to(it, " {};", reason);
+      out.push_back('\n');
+    }
+    if (s.output_tokens_estimated) {
+      fmt::format_to(it, "{}: output tokens counted by the client (no server usage report)\n", s.label);
+    }
+  }
+  return out;
+}
+
+}  // namespace bakeoff::cli

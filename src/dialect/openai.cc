@@ -1,0 +1,619 @@
+// dialect/openai.cc
+//
+// Owns: the OpenAI-compatible request encoder (a hand-written JSON writer; the request has a fixed,
+// flat shape and prompts can be hundreds of KB) and the response decoders (simdjson DOM). One walk
+// over a body's fields serves streamed chunks, whole responses and error bodies, so the three agree
+// on shapes and on what counts as malformed.
+//
+// Why the DOM parser rather than On Demand: with Debian's generic x86-64 build flags On Demand is
+// compiled for simdjson's scalar "fallback" kernel, while the DOM parser in libsimdjson dispatches
+// at run time to the best SIMD kernel; on 200-byte chunks both take a few hundred nanoseconds, and
+// the DOM validates the whole payload, so "not JSON" is answered exactly.
+// Wire formats: OpenAI API reference (completions / chat completions, streaming), and the engine
+// differences in ../shared/reference/engine-interfaces.md sections 1.2, 1.7, 2.2, 5.2, 10.3-10.7.
+#include "dialect/openai.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <simdjson.h>
+
+namespace bakeoff::dialect {
+namespace {
+
+namespace dom = simdjson::dom;
+
+constexpr std::size_t kExcerptBytes = 200;        // payload bytes quoted in a protocol error
+constexpr std::size_t kMaxErrorMessageBytes = 1024;  // engines may echo the whole prompt
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8 helpers
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are not one
+// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
+std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  const auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2)) return 0;
+    const unsigned char b1 = byte(i + 1);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;  // overlong
+    if (b0 == 0xED && b1 > 0x9F) return 0;  // surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
+    const unsigned char b1 = byte(i + 1);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;  // overlong
+    if (b0 == 0xF4 && b1 > 0x8F) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// The longest prefix of `s` of at most `max_bytes` that does not end inside a UTF-8 sequence.
+std::string_view CutAtCharBoundary(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  std::size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end);
+}
+
+// At most kExcerptBytes of an arbitrary payload, safe to put in a message that is later written
+// as JSON: invalid UTF-8 bytes become '?', control characters become ' ', never longer than the
+// input prefix it quotes.
+std::string Excerpt(std::string_view data) {
+  const std::string_view head = CutAtCharBoundary(data, kExcerptBytes);
+  std::string out;
+  out.reserve(head.size() + 4);
+  for (std::size_t i = 0; i < head.size();) {
+    const std::size_t n = Utf8SequenceLength(head, i);
+    if (n == 0) {
+      out.push_back('?');
+      ++i;
+    } else if (n == 1 && static_cast<unsigned char>(head[i]) < 0x20) {
+      out.push_back(' ');
+      ++i;
+    } else {
+      out.append(head.substr(i, n));
+      i += n;
+    }
+  }
+  if (head.size() < data.size()) out.append("...");
+  return out;
+}
+
+Error ProtocolError(std::string_view what, std::string_view payload) {
+  std::string message = "OpenAI payload: ";
+  message.append(what);
+  message.append(" (");
+  message.append(std::to_string(payload.size()));
+  message.append(" bytes: ");
+  message.append(Excerpt(payload));
+  message.append(")");
+  return MakeError(ErrorCode::kProtocol, std::move(message));
+}
+
+std::string CapMessage(std::string_view message) {
+  std::string out(CutAtCharBoundary(message, kMaxErrorMessageBytes));
+  if (out.size() < message.size()) out.append("...");
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request encoding
+
+// Bytes that cannot appear raw inside a JSON string (RFC 8259 section 7).
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 0x20; ++c) table[c] = true;
+  table['"'] = true;
+  table['\\'] = true;
+  return table;
+}();
+
+void AppendEscapedByte(std::string& out, unsigned char c) {
+  switch (c) {
+    case '"': out.append("\\\""); return;
+    case '\\': out.append("\\\\"); return;
+    case '\n': out.append("\\n"); return;
+    case '\r': out.append("\\r"); return;
+    case '\t': out.append("\\t"); return;
+    case '\b': out.append("\\b"); return;
+    case '\f': out.append("\\f"); return;
+    default: {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+      out.append(u, sizeof u);
+    }
+  }
+}
+
+// A mask with the high bit set in each of the 8 bytes of `word` (little-endian) that is below
+// 0x20, '"' or '\\', using the classic SWAR "has zero byte" / "has byte less than n" tests. A
+// borrow can only mark bytes above a true hit, so the lowest set bit is always exact.
+constexpr std::uint64_t EscapeMask(std::uint64_t word) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+  const auto zero_bytes = [](std::uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  const std::uint64_t below_space = (word - kOnes * 0x20) & ~word & kHighs;
+  return below_space | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
+}
+
+// Appends `text` as a quoted JSON string. Valid UTF-8 (the usual case) is scanned 8 bytes at a
+// time and copied in runs, so a 300 KB prompt costs well under a millisecond. Invalid UTF-8, which
+// every server's JSON decoder would reject with a 400, is replaced byte by byte with U+FFFD so the
+// request stays well-formed.
+void AppendJsonString(std::string& out, std::string_view text) {
+  out.push_back('"');
+  const char* data = text.data();
+  const std::size_t size = text.size();
+  std::size_t run_start = 0;
+  std::size_t i = 0;
+  if (simdjson::validate_utf8(data, size)) {
+    while (i < size) {
+      if (i + 8 <= size) {
+        std::uint64_t word;
+        std::memcpy(&word, data + i, sizeof word);
+        if constexpr (std::endian::native == std::endian::little) {
+          const std::uint64_t mask = EscapeMask(word);
+          if (mask == 0) {
+            i += 8;
+            continue;
+          }
+          i += static_cast<std::size_t>(std::countr_zero(mask)) / 8;  // the first byte to escape
+        } else if (EscapeMask(word) == 0) {
+          i += 8;
+          continue;
+        }
+      }
+      const auto c = static_cast<unsigned char>(data[i]);
+      if (kNeedsEscape[c]) {
+        out.append(data + run_start, i - run_start);
+        AppendEscapedByte(out, c);
+        run_start = i + 1;
+      }
+      ++i;
+    }
+  } else {
+    while (i < size) {
+      const auto c = static_cast<unsigned char>(data[i]);
+      if (kNeedsEscape[c]) {
+        out.append(data + run_start, i - run_start);
+        AppendEscapedByte(out, c);
+        run_start = ++i;
+      } else if (c < 0x80) {
+        ++i;
+      } else if (const std::size_t n = Utf8SequenceLength(text, i); n != 0) {
+        i += n;
+      } else {
+        out.append(data + run_start, i - run_start);
+        out.append("\xEF\xBF\xBD");
+        run_start = ++i;
+      }
+    }
+  }
+  out.append(data + run_start, size - run_start);
+  out.push_back('"');
+}
+
+static_assert(EscapeMask(0x6867666564636261ull) == 0);             // "abcdefgh"
+static_assert(EscapeMask(0x68676665640a6261ull) >> 16 == 0x80);    // "ab\ndefgh": byte 2 first
+static_assert(EscapeMask(0x2267666564636261ull) == 0x80ull << 56);  // "abcdefg\""
+static_assert(EscapeMask(0x5c67666564636261ull) == 0x80ull << 56);  // "abcdefg\\"
+static_assert(EscapeMask(0xa4c3a4c3a4c3a4c3ull) == 0);             // UTF-8 "\u00e4" x4
+static_assert(EscapeMask(0x00ffffffffffffffull) == 0x80ull << 56);  // NUL after high bytes
+
+template <typename Int>
+void AppendInteger(std::string& out, Int value) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  BAKEOFF_CHECK(ec == std::errc()) << "to_chars failed";
+  out.append(buf, end);
+}
+
+// Shortest text that reads back as the same double.
+void AppendDouble(std::string& out, double value) {
+  BAKEOFF_CHECK(std::isfinite(value)) << "JSON has no NaN or infinity: " << value;
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  BAKEOFF_CHECK(ec == std::errc()) << "to_chars failed";
+  out.append(buf, end);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response decoding: one walk over a body's fields, views into the parser's string buffer.
+
+struct ChoiceView {
+  std::string_view content;
+  std::string_view reasoning;
+  std::string_view finish_reason;
+  std::uint32_t logprob_tokens = 0;
+};
+
+struct ErrorFields {
+  dom::element error;            // the non-null "error" member; valid only when has_error
+  bool has_error = false;
+  bool object_is_error = false;  // "object": "error" (older vLLM, SGLang, TRT-LLM, LMDeploy)
+  std::string_view message;      // top-level "message", used with object_is_error
+  bool has_message = false;
+};
+
+struct BodyView {
+  bool has_choices = false;
+  bool has_choice0 = false;
+  ChoiceView choice;
+  std::optional<Usage> usage;
+  ErrorFields error;
+};
+
+// A reason for rejecting the body, or nullptr when it was read.
+using Reason = const char*;
+
+// string or null -> view ("" for null); anything else is malformed.
+bool ReadOptionalString(dom::element value, std::string_view& out) {
+  if (value.is_null()) {
+    out = {};
+    return true;
+  }
+  return value.get_string().get(out) == simdjson::SUCCESS;
+}
+
+// non-negative integer or null (-> 0).
+bool ReadCount(dom::element value, std::uint64_t& out) {
+  if (value.is_null()) {
+    out = 0;
+    return true;
+  }
+  return value.get_uint64().get(out) == simdjson::SUCCESS;
+}
+
+Reason ReadUsage(dom::element value, std::optional<Usage>& out) {
+  if (value.is_null()) return nullptr;  // LMDeploy sends usage: null on every content chunk
+  dom::object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS) return "`usage` is not an object";
+  Usage usage;
+  for (const dom::key_value_pair field : object) {
+    if (field.key == "prompt_tokens") {
+      if (!ReadCount(field.value, usage.prompt_tokens)) return "`usage.prompt_tokens` is not a count";
+    } else if (field.key == "completion_tokens") {
+      if (!ReadCount(field.value, usage.completion_tokens)) {
+        return "`usage.completion_tokens` is not a count";
+      }
+    } else if (field.key == "prompt_tokens_details") {
+      if (field.value.is_null()) continue;
+      dom::object details;
+      if (field.value.get_object().get(details) != simdjson::SUCCESS) {
+        return "`usage.prompt_tokens_details` is not an object";
+      }
+      for (const dom::key_value_pair detail : details) {
+        if (detail.key != "cached_tokens" || detail.value.is_null()) continue;
+        std::uint64_t cached = 0;
+        if (!ReadCount(detail.value, cached)) return "`cached_tokens` is not a count";
+        usage.cached_tokens = cached;
+      }
+    }
+  }
+  out = usage;
+  return nullptr;
+}
+
+// Chat `delta` (stream) or `message` (whole response).
+Reason ReadMessage(dom::element value, ChoiceView& choice) {
+  if (value.is_null()) return nullptr;
+  dom::object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS) return "`delta`/`message` is not an object";
+  std::string_view reasoning_content;
+  std::string_view reasoning;
+  for (const dom::key_value_pair field : object) {
+    if (field.key == "content") {
+      if (!ReadOptionalString(field.value, choice.content)) return "`content` is not a string";
+    } else if (field.key == "reasoning_content") {
+      if (!ReadOptionalString(field.value, reasoning_content)) {
+        return "`reasoning_content` is not a string";
+      }
+    } else if (field.key == "reasoning") {
+      if (!ReadOptionalString(field.value, reasoning)) return "`reasoning` is not a string";
+    }
+  }
+  // Some vLLM versions send both names with the same text; take one, never both.
+  choice.reasoning = reasoning_content.empty() ? reasoning : reasoning_content;
+  return nullptr;
+}
+
+// Counts tokens listed in logprobs. Only a hint, so an unexpected shape is ignored, not an error.
+std::uint32_t LogprobTokens(dom::element value) {
+  dom::object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS) return 0;
+  for (const char* key : {"content", "tokens"}) {  // chat, then completions
+    dom::array entries;
+    if (object[key].get_array().get(entries) == simdjson::SUCCESS) {
+      return static_cast<std::uint32_t>(std::min<std::size_t>(entries.size(), UINT32_MAX));
+    }
+  }
+  return 0;
+}
+
+// Reads one choice; sets `is_index0` when it is the one bakeoff reports.
+Reason ReadChoice(dom::element value, ChoiceView& choice, bool& is_index0) {
+  dom::object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS) return "a choice is not an object";
+  is_index0 = true;  // a choice without `index` counts as the first
+  for (const dom::key_value_pair field : object) {
+    if (field.key == "index") {
+      std::uint64_t index = 0;
+      if (field.value.get_uint64().get(index) != simdjson::SUCCESS) return "`index` is not a count";
+      is_index0 = index == 0;
+    } else if (field.key == "text") {  // /v1/completions
+      if (!ReadOptionalString(field.value, choice.content)) return "`text` is not a string";
+    } else if (field.key == "delta" || field.key == "message") {  // chat stream / whole
+      if (Reason reason = ReadMessage(field.value, choice)) return reason;
+    } else if (field.key == "finish_reason") {
+      if (!ReadOptionalString(field.value, choice.finish_reason)) {
+        return "`finish_reason` is not a string";
+      }
+    } else if (field.key == "logprobs") {
+      choice.logprob_tokens = LogprobTokens(field.value);
+    }
+  }
+  return nullptr;
+}
+
+Reason ReadChoices(dom::element value, BodyView& body) {
+  if (value.is_null()) return nullptr;
+  dom::array choices;
+  if (value.get_array().get(choices) != simdjson::SUCCESS) return "`choices` is not an array";
+  for (const dom::element element : choices) {
+    body.has_choices = true;
+    ChoiceView choice;
+    bool is_index0 = false;
+    if (Reason reason = ReadChoice(element, choice, is_index0)) return reason;
+    if (is_index0 && !body.has_choice0) {
+      body.choice = choice;
+      body.has_choice0 = true;
+    }
+  }
+  return nullptr;
+}
+
+// Collects the members that can make a body an error; false when `field` is not one of them.
+bool CollectErrorField(const dom::key_value_pair& field, ErrorFields& error) {
+  if (field.key == "error") {
+    if (!field.value.is_null()) {
+      error.error = field.value;
+      error.has_error = true;
+    }
+    return true;
+  }
+  if (field.key == "object") {
+    std::string_view object;
+    error.object_is_error = field.value.get_string().get(object) == simdjson::SUCCESS && object == "error";
+    return true;
+  }
+  if (field.key == "message") {
+    error.has_message = field.value.get_string().get(error.message) == simdjson::SUCCESS;
+    return true;
+  }
+  return false;
+}
+
+// The message an error body carries, if it is one.
+std::optional<std::string> ErrorMessageOf(const ErrorFields& error) {
+  if (error.has_error) {
+    std::string_view text;
+    if (error.error.get_string().get(text) == simdjson::SUCCESS) return CapMessage(text);  // TGI, Triton
+    dom::object object;
+    if (error.error.get_object().get(object) == simdjson::SUCCESS &&
+        object["message"].get_string().get(text) == simdjson::SUCCESS) {
+      return CapMessage(text);  // current vLLM, llama.cpp, Ollama's OpenAI routes
+    }
+    return CapMessage(simdjson::minify(error.error));  // an error without a readable message
+  }
+  if (error.object_is_error) {
+    return error.has_message ? CapMessage(error.message) : std::string("error object without a message");
+  }
+  return std::nullopt;
+}
+
+Reason ReadBody(dom::object root, BodyView& body) {
+  for (const dom::key_value_pair field : root) {
+    if (field.key == "choices") {
+      if (Reason reason = ReadChoices(field.value, body)) return reason;
+    } else if (field.key == "usage") {
+      if (Reason reason = ReadUsage(field.value, body.usage)) return reason;
+    } else {
+      CollectErrorField(field, body.error);
+    }
+  }
+  return nullptr;
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Parses `data` as a JSON object using a caller-owned padded copy, or says why not.
+Reason ParseObject(dom::parser& parser, std::string_view data, char* padded, dom::object& root) {
+  if (!data.empty()) std::memcpy(padded, data.data(), data.size());
+  std::memset(padded + data.size(), 0, simdjson::SIMDJSON_PADDING);
+  dom::element element;
+  if (parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element) !=
+      simdjson::SUCCESS) {
+    return "not valid JSON";
+  }
+  if (element.get_object().get(root) != simdjson::SUCCESS) return "not a JSON object";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ApiPath(Api api) {
+  switch (api) {
+    case Api::kCompletions: return "/v1/completions";
+    case Api::kChat: return "/v1/chat/completions";
+  }
+  return "/v1/chat/completions";
+}
+
+std::string EncodeRequestBody(const GenerationRequest& request) {
+  std::string out;
+  // Room for typical escaping (newlines, quotes) so a large prompt is not copied on growth.
+  const std::size_t text_bytes = request.prompt.size() + request.system.size() + request.model.size();
+  out.reserve(text_bytes + text_bytes / 8 + 256);
+  out.append("{\"model\":");
+  AppendJsonString(out, request.model);
+  if (request.api == Api::kCompletions) {
+    out.append(",\"prompt\":");
+    AppendJsonString(out, request.prompt);
+  } else {
+    out.append(",\"messages\":[");
+    if (!request.system.empty()) {
+      out.append("{\"role\":\"system\",\"content\":");
+      AppendJsonString(out, request.system);
+      out.append("},");
+    }
+    out.append("{\"role\":\"user\",\"content\":");
+    AppendJsonString(out, request.prompt);
+    out.append("}]");
+  }
+  out.append(",\"max_tokens\":");
+  AppendInteger(out, request.max_tokens);
+  out.append(request.stream ? ",\"stream\":true" : ",\"stream\":false");
+  // vLLM rejects stream_options without stream (protocol.py validate_stream_options).
+  if (request.stream && (request.include_usage || request.continuous_usage)) {
+    out.append(request.include_usage ? ",\"stream_options\":{\"include_usage\":true"
+                                     : ",\"stream_options\":{\"include_usage\":false");
+    if (request.continuous_usage) out.append(",\"continuous_usage_stats\":true");
+    out.push_back('}');
+  }
+  if (request.ignore_eos) out.append(",\"ignore_eos\":true");
+  if (request.min_tokens) {
+    out.append(",\"min_tokens\":");
+    AppendInteger(out, *request.min_tokens);
+  }
+  if (request.temperature) {
+    out.append(",\"temperature\":");
+    AppendDouble(out, *request.temperature);
+  }
+  if (request.seed) {
+    out.append(",\"seed\":");
+    AppendInteger(out, *request.seed);
+  }
+  out.push_back('}');
+  return out;
+}
+
+struct OpenAiStreamDecoder::Impl {
+  dom::parser parser;
+  std::unique_ptr<char[]> padded;  // copy of the payload + SIMDJSON_PADDING, grown as needed
+  std::size_t padded_capacity = 0;
+  std::optional<std::uint64_t> last_completion_tokens;  // continuous usage, per stream
+
+  char* PaddedBuffer(std::size_t size) {
+    const std::size_t needed = size + simdjson::SIMDJSON_PADDING;
+    if (needed > padded_capacity) {
+      padded_capacity = std::max(needed, 2 * padded_capacity);
+      padded = std::make_unique<char[]>(padded_capacity);
+    }
+    return padded.get();
+  }
+};
+
+OpenAiStreamDecoder::OpenAiStreamDecoder() : impl_(std::make_unique<Impl>()) {}
+OpenAiStreamDecoder::~OpenAiStreamDecoder() = default;
+
+void OpenAiStreamDecoder::Reset() { impl_->last_completion_tokens.reset(); }
+
+Result<StreamChunk> OpenAiStreamDecoder::Decode(std::string_view data) {
+  StreamChunk chunk;
+  if (TrimSpace(data) == "[DONE]") {
+    chunk.done = true;
+    return chunk;
+  }
+  dom::object root;
+  if (Reason reason = ParseObject(impl_->parser, data, impl_->PaddedBuffer(data.size()), root)) {
+    return ProtocolError(reason, data);
+  }
+  BodyView body;
+  if (Reason reason = ReadBody(root, body)) return ProtocolError(reason, data);
+
+  chunk.has_choices = body.has_choices;
+  chunk.content = body.choice.content;
+  chunk.reasoning = body.choice.reasoning;
+  chunk.finish_reason = body.choice.finish_reason;
+  chunk.token_count = body.choice.logprob_tokens;
+  chunk.usage = body.usage;
+  chunk.error = ErrorMessageOf(body.error);
+
+  if (body.usage) {
+    // Continuous usage (vLLM/SGLang continuous_usage_stats): completion_tokens is cumulative, so
+    // the rise since the previous usage is what this chunk carried. Without an earlier usage, a
+    // mid-stream chunk's count starts from 0, but a finishing or choice-less chunk's usage is the
+    // final total (include_usage only) and says nothing about this chunk.
+    const std::uint64_t total = body.usage->completion_tokens;
+    const bool has_baseline = impl_->last_completion_tokens.has_value();
+    if (chunk.token_count == 0 && chunk.has_choices &&
+        (has_baseline || chunk.finish_reason.empty())) {
+      const std::uint64_t previous = has_baseline ? *impl_->last_completion_tokens : 0;
+      const std::uint64_t rise = total > previous ? total - previous : 0;
+      chunk.token_count = static_cast<std::uint32_t>(std::min<std::uint64_t>(rise, UINT32_MAX));
+    }
+    impl_->last_completion_tokens = total;
+  }
+  return chunk;
+}
+
+Result<CompletionResponse> DecodeCompletionResponse(std::string_view body) {
+  dom::parser parser;
+  const auto padded = std::make_unique<char[]>(body.size() + simdjson::SIMDJSON_PADDING);
+  dom::object root;
+  if (Reason reason = ParseObject(parser, body, padded.get(), root)) return ProtocolError(reason, body);
+  BodyView view;
+  if (Reason reason = ReadBody(root, view)) return ProtocolError(reason, body);
+  if (std::optional<std::string> message = ErrorMessageOf(view.error)) {
+    return MakeError(ErrorCode::kProtocol, "OpenAI response is an error: " + *message);
+  }
+  if (!view.has_choice0) return ProtocolError("no choice with index 0", body);
+  CompletionResponse response;
+  response.content = std::string(view.choice.content);
+  response.reasoning = std::string(view.choice.reasoning);
+  response.finish_reason = std::string(view.choice.finish_reason);
+  response.usage = view.usage;
+  return response;
+}
+
+std::optional<std::string> DecodeErrorMessage(std::string_view body) {
+  dom::parser parser;
+  const auto padded = std::make_unique<char[]>(body.size() + simdjson::SIMDJSON_PADDING);
+  dom::object root;
+  if (ParseObject(parser, body, padded.get(), root) != nullptr) return std::nullopt;
+  ErrorFields error;
+  std::optional<dom::element> detail;
+  for (const dom::key_value_pair field : root) {
+    if (!CollectErrorField(field, error) && field.key == "detail" && !field.value.is_null()) {
+      detail = field.value;
+    }
+  }
+  if (std::optional<std::string> message = ErrorMessageOf(error)) return message;
+  if (detail) {  // FastAPI: a string, or a list of validation problems
+    std::string_view text;
+    if (detail->get_string().get(text) == simdjson::SUCCESS) return CapMessage(text);
+    return CapMessage(simdjson::minify(*detail));
+  }
+  return std::nullopt;
+}
+
+}  // namespace bakeoff::dialect

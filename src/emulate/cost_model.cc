@@ -1,0 +1,38 @@
+// emulate/cost_model.cc: the step-time formula documented in cost_model.h.
+#include "emulate/cost_model.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace bakeoff::emulate {
+
+double StepMillis(const CostModel& model, const StepWork& work) {
+  return model.base_ms + model.prefill_ms_per_token * static_cast<double>(work.prefill_tokens) +
+         model.decode_ms_per_seq * static_cast<double>(work.decode_seqs) +
+         model.kv_ms_per_1k_tokens * (static_cast<double>(work.kv_tokens) / 1000.0);
+}
+
+Nanos StepTime(const CostModel& model, const StepWork& work) {
+  return Nanos(std::llround(StepMillis(model, work) * 1e6));
+}
+
+Status ValidateCostModel(const CostModel& model) {
+  struct Field {
+    const char* name;
+    double value;
+  };
+  const Field fields[] = {{"base_ms", model.base_ms},
+                          {"prefill_ms_per_token", model.prefill_ms_per_token},
+                          {"decode_ms_per_seq", model.decode_ms_per_seq},
+                          {"kv_ms_per_1k_tokens", model.kv_ms_per_1k_tokens}};
+  for (const Field& field : fields) {
+    if (!std::isfinite(field.value) || field.value < 0) {
+      return MakeError(ErrorCode::kInvalidInput,
+                       fmt::format("{} must be a finite number >= 0, got {}", field.name, field.value));
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace bakeoff::emulate

@@ -1,0 +1,55 @@
+// emulate/cost_model.h
+//
+// Owns: the step-time cost model of the emulated engine: how long one engine step (one forward
+// pass over a batch) takes, given what the batch contains. The formula, in milliseconds:
+//
+//   step_ms = base_ms
+//           + prefill_ms_per_token * prefill_tokens      (prompt tokens prefilled in this step)
+//           + decode_ms_per_seq    * decode_seqs         (sequences decoding one token)
+//           + kv_ms_per_1k_tokens  * kv_tokens / 1000    (KV-cache tokens attended in this step)
+//
+// where kv_tokens sums, over every sequence in the step, its context length: P for a prefill of a
+// P-token prompt, and P + k for a decode of a sequence that has already produced k tokens.
+// base_ms models reading the weights once per step, the prefill term compute-bound prompt
+// processing, the decode term per-sequence overhead (sampling, small kernels), and the KV term
+// attention's memory reads. Defaults are plausible for a 7-8B dense model in 16-bit precision on
+// one datacenter GPU (docs/emulator.md explains each number); they are not a measurement of any
+// engine.
+// Does not own: which work goes into a step (emulate/scheduler.h).
+//
+// Thread-safety: plain values and pure functions.
+// Units: milliseconds in the coefficients (names end in _ms...), Nanos in results.
+#pragma once
+
+#include <cstdint>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace bakeoff::emulate {
+
+struct CostModel {
+  double base_ms = 6.0;                // fixed cost of every step
+  double prefill_ms_per_token = 0.06;  // per prompt token prefilled in the step
+  double decode_ms_per_seq = 0.08;     // per sequence decoding in the step
+  double kv_ms_per_1k_tokens = 0.04;   // per 1000 KV-cache tokens attended in the step
+};
+
+// What one step contains; the inputs of the formula.
+struct StepWork {
+  std::int64_t prefill_tokens = 0;
+  std::int64_t decode_seqs = 0;
+  std::int64_t kv_tokens = 0;
+};
+
+// The formula above in milliseconds.
+double StepMillis(const CostModel& model, const StepWork& work);
+
+// StepMillis as a duration, rounded to the nearest nanosecond.
+Nanos StepTime(const CostModel& model, const StepWork& work);
+
+// OK when every coefficient is finite and >= 0; otherwise an kInvalidInput error naming the
+// field (e.g. "base_ms must be a finite number >= 0, got -1").
+Status ValidateCostModel(const CostModel& model);
+
+}  // namespace bakeoff::emulate

@@ -1,0 +1,167 @@
+#include "load/exchange.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace bakeoff::load {
+namespace {
+
+using measure::Outcome;
+
+// An error body is kept only up to this size (enough for any engine's error message).
+constexpr std::size_t kMaxErrorBodyBytes = 4096;
+
+Outcome OutcomeForTransport(net::TransportEnd end) {
+  switch (end) {
+    case net::TransportEnd::kComplete: return Outcome::kOk;
+    case net::TransportEnd::kConnectFailed: return Outcome::kConnectFailed;
+    case net::TransportEnd::kReset: return Outcome::kReset;
+    case net::TransportEnd::kTimeoutConnect:
+    case net::TransportEnd::kTimeoutFirstByte:
+    case net::TransportEnd::kTimeoutIdle:
+    case net::TransportEnd::kTimeoutTotal: return Outcome::kTimeout;
+    case net::TransportEnd::kCancelled: return Outcome::kCancelled;
+    case net::TransportEnd::kProtocolError:
+    case net::TransportEnd::kTooLarge:
+    case net::TransportEnd::kHandlerAborted: return Outcome::kMalformedStream;
+  }
+  return Outcome::kMalformedStream;
+}
+
+}  // namespace
+
+Exchange::Exchange(bool streaming, DoneCallback done)
+    : streaming_(streaming), done_(std::move(done)) {}
+
+void Exchange::Begin(measure::RequestRecord record) {
+  record_ = std::move(record);
+  sse_ = net::SseDecoder();
+  decoder_.Reset();
+  body_.clear();
+  success_status_ = false;
+  saw_done_ = false;
+  stream_error_.clear();
+}
+
+void Exchange::OnConnected(MonoTime at, bool reused) {
+  record_.connected = at;
+  record_.connection_reused = reused;
+}
+
+void Exchange::OnRequestWritten(MonoTime at) { record_.request_written = at; }
+
+void Exchange::OnHeaders(MonoTime at, const net::ResponseHead& head) {
+  record_.headers_received = at;
+  record_.http_status = head.status;
+  success_status_ = head.status >= 200 && head.status < 300;
+}
+
+Status Exchange::OnBody(MonoTime at, std::string_view bytes) {
+  if (!success_status_) {
+    // Keep the start of an error body for the record; the rest is read and dropped.
+    body_.append(bytes.substr(0, kMaxErrorBodyBytes - std::min(body_.size(), kMaxErrorBodyBytes)));
+    return Ok{};
+  }
+  if (!streaming_) {
+    body_.append(bytes);
+    return Ok{};
+  }
+  events_.clear();
+  Status fed = sse_.Feed(bytes, &events_);
+  for (const net::SseEvent& event : events_) {
+    Status handled = OnSseEvent(at, event);
+    if (!handled.ok()) return handled;
+  }
+  return fed;
+}
+
+Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
+  for (const auto& [name, value] : event.unknown_fields) {
+    // llama.cpp reports in-stream errors as an `error:` field rather than `data:`.
+    if (name == "error" && stream_error_.empty()) {
+      stream_error_ = dialect::DecodeErrorMessage(value).value_or(value);
+    }
+  }
+  if (event.data.empty()) return Ok{};
+  Result<dialect::StreamChunk> decoded = decoder_.Decode(event.data);
+  if (!decoded.ok()) return decoded.error();
+  const dialect::StreamChunk& chunk = decoded.value();
+  if (chunk.done) {
+    saw_done_ = true;
+    return Ok{};
+  }
+  if (chunk.error && stream_error_.empty()) stream_error_ = *chunk.error;
+  if (chunk.has_choices && !record_.first_chunk) record_.first_chunk = at;
+  if (!chunk.content.empty() || !chunk.reasoning.empty()) {
+    measure::TokenEvent token_event;
+    token_event.at = at;
+    token_event.reasoning = chunk.content.empty();
+    token_event.counted = chunk.token_count > 0;
+    token_event.tokens = chunk.token_count > 0 ? chunk.token_count : 1;
+    record_.token_events.push_back(token_event);
+    record_.counted_tokens += token_event.tokens;
+    if (!record_.first_token) record_.first_token = at;
+    if (!token_event.reasoning && !record_.first_answer_token) record_.first_answer_token = at;
+    record_.last_token = at;
+  }
+  if (!chunk.finish_reason.empty()) record_.finish_reason = chunk.finish_reason;
+  if (chunk.usage) {
+    record_.usage_prompt_tokens = chunk.usage->prompt_tokens;
+    record_.usage_completion_tokens = chunk.usage->completion_tokens;
+    record_.usage_cached_tokens = chunk.usage->cached_tokens;
+  }
+  return Ok{};
+}
+
+void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) {
+  record_.finished = at;
+  const std::string where = fmt::format("request #{}", record_.id);
+  if (end != net::TransportEnd::kComplete) {
+    // Everything a stream promises had arrived; a reset after [DONE] loses nothing.
+    if (end == net::TransportEnd::kReset && saw_done_ && stream_error_.empty()) {
+      return Finish(Outcome::kOk, "");
+    }
+    return Finish(OutcomeForTransport(end),
+                  fmt::format("{}: {}: {}", where, net::TransportEndName(end), detail));
+  }
+  if (!success_status_) {
+    const std::string message = dialect::DecodeErrorMessage(body_).value_or(body_);
+    return Finish(Outcome::kHttpError,
+                  fmt::format("{}: HTTP {}: {}", where, record_.http_status, message));
+  }
+  if (!streaming_) {
+    Result<dialect::CompletionResponse> response = dialect::DecodeCompletionResponse(body_);
+    if (!response.ok()) {
+      return Finish(Outcome::kMalformedStream, where + ": " + response.error().message);
+    }
+    const dialect::CompletionResponse& r = response.value();
+    record_.first_token = record_.last_token = at;
+    if (!r.content.empty()) record_.first_answer_token = at;
+    record_.finish_reason = r.finish_reason;
+    if (r.usage) {
+      record_.usage_prompt_tokens = r.usage->prompt_tokens;
+      record_.usage_completion_tokens = r.usage->completion_tokens;
+      record_.usage_cached_tokens = r.usage->cached_tokens;
+    }
+    return Finish(Outcome::kOk, "");
+  }
+  if (sse_.Finish() && !saw_done_) {
+    return Finish(Outcome::kTruncated, where + ": stream ended in the middle of an event");
+  }
+  if (!stream_error_.empty()) {
+    return Finish(Outcome::kStreamError, where + ": error inside the stream: " + stream_error_);
+  }
+  if (!saw_done_ && record_.finish_reason.empty()) {
+    return Finish(Outcome::kTruncated, where + ": stream ended without [DONE] or a finish_reason");
+  }
+  Finish(Outcome::kOk, "");
+}
+
+void Exchange::Finish(measure::Outcome outcome, std::string error) {
+  record_.outcome = outcome;
+  record_.error = std::move(error);
+  done_(*this);
+}
+
+}  // namespace bakeoff::load

@@ -1,0 +1,54 @@
+// load/exchange.h
+//
+// Owns: one request/response exchange as measured: it receives the HTTP client's events for one
+// request, frames the body (SSE), decodes it (OpenAI dialect), stamps every instant into a
+// measure::RequestRecord and decides the request's single Outcome when the transport ends.
+// Does not own: when to send (load/worker.h) or the transport (net/http_client.h).
+//
+// Thread-safety: used on one worker's event-loop thread only.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "dialect/openai.h"
+#include "measure/record.h"
+#include "net/http_client.h"
+#include "net/sse.h"
+
+namespace bakeoff::load {
+
+class Exchange final : public net::ResponseHandler {
+ public:
+  // Called once, from OnEnd, with the finished record. The Exchange may be reused afterwards.
+  using DoneCallback = std::function<void(Exchange&)>;
+
+  Exchange(bool streaming, DoneCallback done);
+
+  // Prepares for a new request whose record fields (id, intended_send, ...) are already set.
+  void Begin(measure::RequestRecord record);
+  measure::RequestRecord& record() { return record_; }
+
+  void OnConnected(MonoTime at, bool reused) override;
+  void OnRequestWritten(MonoTime at) override;
+  void OnHeaders(MonoTime at, const net::ResponseHead& head) override;
+  Status OnBody(MonoTime at, std::string_view bytes) override;
+  void OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) override;
+
+ private:
+  Status OnSseEvent(MonoTime at, const net::SseEvent& event);
+  void Finish(measure::Outcome outcome, std::string error);
+
+  bool streaming_;
+  DoneCallback done_;
+  measure::RequestRecord record_;
+  net::SseDecoder sse_;
+  dialect::OpenAiStreamDecoder decoder_;
+  std::vector<net::SseEvent> events_;  // reused scratch for one read's events
+  std::string body_;                   // non-streaming body, or the start of an error body
+  bool success_status_ = false;
+  bool saw_done_ = false;
+  std::string stream_error_;
+};
+
+}  // namespace bakeoff::load

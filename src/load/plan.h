@@ -1,0 +1,54 @@
+// load/plan.h
+//
+// Owns: turning a load description into the instants requests *should* be sent. Open loop: the
+// whole schedule is computed before the run from a seed (constant rate, Poisson, or Gamma
+// arrivals with a burstiness factor); each offset is computed from t0, never accumulated from
+// the previous send, so late wake-ups cannot drift the schedule (wrk2's rule). Closed loop has no
+// schedule: a fixed number of requests is kept in flight.
+// Does not own: sending (load/worker.h) or measuring (measure/).
+//
+// Thread-safety: a Schedule is immutable once built; workers share it without locks.
+// Units: offsets are Nanos from the run's t0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace bakeoff::load {
+
+enum class ArrivalProcess { kConstant, kPoisson, kGamma };
+const char* ArrivalProcessName(ArrivalProcess process);
+Result<ArrivalProcess> ParseArrivalProcess(std::string_view name);
+
+struct OpenLoopShape {
+  double rate_per_s = 1;                          // mean requests per second
+  ArrivalProcess process = ArrivalProcess::kPoisson;
+  double burstiness = 1;  // Gamma shape k: inter-arrival CV = 1/sqrt(k); 1 = Poisson, <1 burstier
+};
+
+// Bounds of one load step. A step ends at whichever limit is reached first; at least one must be
+// set. Requests are in the warm-up phase while their intended send is before `warmup`, or while
+// fewer than `warmup_requests` have been planned.
+struct StepLimits {
+  std::optional<Nanos> duration;          // measurement window after warm-up
+  std::optional<std::uint64_t> requests;  // measured requests (warm-up not counted)
+  Nanos warmup{0};
+  std::uint64_t warmup_requests = 0;
+};
+
+struct PlannedSend {
+  Nanos offset;         // intended send instant, from t0
+  bool warmup = false;
+};
+
+// Open-loop schedule for one step. REQUIRES: shape.rate_per_s > 0, burstiness > 0, and a limit
+// set in `limits`. The process is deterministic for `seed`.
+std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const StepLimits& limits,
+                                               std::uint64_t seed);
+
+}  // namespace bakeoff::load

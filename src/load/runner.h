@@ -1,0 +1,91 @@
+// load/runner.h
+//
+// Owns: running a load against one target: one or more steps (a rate or concurrency sweep), each
+// open- or closed-loop, on several worker threads with one event loop each. Every finished
+// request is handed to a RecordSink at once (so raw records reach disk as they happen) and kept
+// by its worker; the workers' records are merged when the step ends.
+// Does not own: the schedule's arithmetic (load/plan.h), one exchange's decoding
+// (load/exchange.h), or any aggregate figure (analyze/).
+//
+// Thread-safety: RunLoad blocks the calling thread; the RecordSink is called from worker threads
+// concurrently. `stop` may be set from any thread (a SIGINT watcher) to end the run early: in-flight
+// requests are cancelled and recorded as such.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dialect/openai.h"
+#include "load/plan.h"
+#include "measure/record.h"
+#include "net/http_client.h"
+
+namespace bakeoff::load {
+
+struct TargetSpec {
+  net::Endpoint endpoint;
+  net::ClientOptions client;
+  dialect::GenerationRequest request;  // template: api, model, stream, sampling; prompt filled per request
+  double words_per_token = 1.0;        // measured through the server's tokenizer when it has one
+};
+
+struct RequestShape {
+  std::uint32_t prompt_tokens = 256;
+  std::uint32_t output_tokens = 128;
+};
+
+enum class LoopMode { kOpen, kClosed };
+
+struct StepSpec {
+  LoopMode mode = LoopMode::kOpen;
+  OpenLoopShape open;             // used when mode == kOpen
+  std::uint32_t concurrency = 1;  // used when mode == kClosed
+  StepLimits limits;
+  std::string label;              // "rate=5/s" or "concurrency=16"
+};
+
+struct RunSpec {
+  TargetSpec target;
+  RequestShape shape;
+  std::vector<StepSpec> steps;
+  std::uint32_t workers = 1;
+  std::uint64_t seed = 1;
+  Nanos drain_timeout = std::chrono::seconds(60);  // after the last send, then cancel the rest
+  Nanos start_lead = std::chrono::milliseconds(50);  // t0 = now + lead, so workers start together
+};
+
+// Receives each finished record. Called concurrently from worker threads.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void Write(const measure::RequestRecord& record, MonoTime t0) = 0;
+};
+
+struct StepResult {
+  StepSpec spec;
+  MonoTime t0;                      // the step's start; schedule offsets are relative to it
+  MonoTime last_send;               // last request actually sent
+  MonoTime end;                     // all requests of the step finished
+  std::vector<measure::RequestRecord> records;  // merged from the workers, in id order
+  std::vector<double> loop_lag_ms;  // event-loop lag samples from every worker
+  std::uint64_t planned = 0;        // requests the plan held (open loop)
+  bool interrupted = false;         // `stop` was set during this step
+};
+
+// Live counters for a progress display (read with relaxed loads from any thread).
+struct Progress {
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> finished{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> tokens{0};
+};
+
+// Runs every step in order (stopping early when `stop` is set). `on_tick` is called on the calling
+// thread about four times a second with the current step's index and its live counters.
+std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std::atomic<bool>& stop,
+                                const std::function<void(std::size_t, const Progress&)>& on_tick);
+
+}  // namespace bakeoff::load

@@ -1,0 +1,265 @@
+// The whole load path (runner -> HTTP client -> SSE -> OpenAI decoder -> record) against scripted
+// servers that misbehave in every way the issue lists. Each request must end with exactly one
+// record carrying the expected outcome, and nothing may outlive its deadline.
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "load/runner.h"
+#include "support/scripted_server.h"
+
+namespace bakeoff {
+namespace {
+
+using measure::Outcome;
+using measure::RequestRecord;
+using namespace std::chrono_literals;
+namespace t = bakeoff::testing;
+
+class MemorySink final : public load::RecordSink {
+ public:
+  void Write(const RequestRecord& record, MonoTime) override {
+    std::lock_guard lock(mutex_);
+    records.push_back(record);
+  }
+  std::mutex mutex_;
+  std::vector<RequestRecord> records;
+};
+
+std::string ContentChunk(std::string_view text) {
+  return R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":")" +
+         std::string(text) + R"("},"finish_reason":null}]})";
+}
+const std::string kRoleChunk =
+    R"({"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})";
+const std::string kFinishChunk =
+    R"({"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]})";
+const std::string kUsageChunk =
+    R"({"id":"c","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":3,"total_tokens":11}})";
+
+load::RunSpec SpecFor(std::uint16_t port, std::uint64_t requests, std::uint32_t concurrency = 1) {
+  load::RunSpec spec;
+  spec.target.endpoint = {false, "127.0.0.1", std::to_string(port), ""};
+  spec.target.request.model = "m";
+  spec.target.client.deadlines.connect = 2s;
+  spec.target.client.deadlines.first_byte = 1s;
+  spec.target.client.deadlines.idle = 500ms;
+  spec.target.client.deadlines.total = 3s;
+  spec.shape = {8, 3};
+  load::StepSpec step;
+  step.mode = load::LoopMode::kClosed;
+  step.concurrency = concurrency;
+  step.limits.requests = requests;
+  step.label = "test";
+  spec.steps.push_back(step);
+  spec.drain_timeout = 5s;
+  return spec;
+}
+
+struct RunOutput {
+  std::vector<load::StepResult> steps;
+  std::vector<RequestRecord> sunk;
+  Nanos wall{0};
+};
+
+RunOutput RunSteps(const load::RunSpec& spec) {
+  MemorySink sink;
+  std::atomic<bool> stop{false};
+  const MonoTime start = RealClock().Now();
+  RunOutput out;
+  out.steps = load::RunLoad(spec, sink, stop, nullptr);
+  out.wall = RealClock().Now() - start;
+  out.sunk = sink.records;
+  return out;
+}
+
+// Runs `requests` requests against a server playing `script` and returns their records,
+// checking the one-record-per-request invariant on the way.
+std::vector<RequestRecord> RunAgainst(const t::Script& script, std::uint64_t requests = 3) {
+  t::ScriptedServer server(script);
+  const RunOutput out = RunSteps(SpecFor(server.port(), requests));
+  EXPECT_LT(out.wall, 15s) << "the run outlived every deadline";
+  EXPECT_EQ(out.steps.size(), 1u);
+  const auto& records = out.steps.front().records;
+  EXPECT_EQ(records.size(), requests);
+  EXPECT_EQ(out.sunk.size(), requests) << "every record reaches the sink";
+  for (std::size_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i].id, i);
+  return records;
+}
+
+t::Script GoodStream() {
+  return t::SseScript({kRoleChunk, ContentChunk("a"), ContentChunk("b"), ContentChunk("c"),
+                       kFinishChunk, kUsageChunk});
+}
+
+TEST(MisbehavingServerTest, WellBehavedStreamIsOk) {
+  for (const RequestRecord& r : RunAgainst(GoodStream())) {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
+    EXPECT_EQ(r.token_events.size(), 3u);
+    EXPECT_EQ(r.usage_completion_tokens, 3u);
+    EXPECT_EQ(r.finish_reason, "length");
+    ASSERT_TRUE(r.first_chunk && r.first_token);
+    EXPECT_LE(*r.first_chunk, *r.first_token);
+  }
+}
+
+TEST(MisbehavingServerTest, RefusedConnection) {
+  std::uint16_t port = 0;
+  { t::ScriptedServer closed(GoodStream()); port = closed.port(); }  // now nobody listens there
+  const RunOutput out = RunSteps(SpecFor(port, 3));
+  ASSERT_EQ(out.steps.front().records.size(), 3u);
+  for (const RequestRecord& r : out.steps.front().records) {
+    EXPECT_EQ(r.outcome, Outcome::kConnectFailed);
+    EXPECT_NE(r.error.find("request #"), std::string::npos) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, HttpErrorKeepsStatusAndMessage) {
+  const auto records = RunAgainst({t::Send(t::FullResponse(
+      503, R"({"error":{"message":"The request queue is full.","type":"x","code":503}})"))});
+  for (const RequestRecord& r : records) {
+    EXPECT_EQ(r.outcome, Outcome::kHttpError);
+    EXPECT_EQ(r.http_status, 503);
+    EXPECT_NE(r.error.find("queue is full"), std::string::npos) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, StreamWithoutDoneOrFinishIsTruncated) {
+  t::SseScriptOptions options;
+  options.done_marker = false;
+  for (const RequestRecord& r : RunAgainst(t::SseScript({ContentChunk("a")}, options))) {
+    EXPECT_EQ(r.outcome, Outcome::kTruncated) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, StreamWithFinishReasonButNoDoneIsOk) {
+  // Triton-style and some proxies omit [DONE]; a finish_reason completes the stream.
+  t::SseScriptOptions options;
+  options.done_marker = false;
+  for (const RequestRecord& r : RunAgainst(t::SseScript({ContentChunk("a"), kFinishChunk}, options))) {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, GarbageBytesAreMalformed) {
+  for (const RequestRecord& r : RunAgainst({t::Send("\x01\x02garbage\r\n\r\n"), t::Close()})) {
+    EXPECT_EQ(r.outcome, Outcome::kMalformedStream) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, GarbageInsideTheStreamIsMalformed) {
+  const auto records = RunAgainst(
+      {t::Send(t::ChunkedHead()), t::Send(t::Chunk("data: {not json\n\n")), t::Hang()});
+  for (const RequestRecord& r : records) EXPECT_EQ(r.outcome, Outcome::kMalformedStream) << r.error;
+}
+
+TEST(MisbehavingServerTest, HeadersThenNothingTimesOut) {
+  const MonoTime start = RealClock().Now();
+  for (const RequestRecord& r : RunAgainst({t::Send(t::ChunkedHead()), t::Hang()}, 2)) {
+    EXPECT_EQ(r.outcome, Outcome::kTimeout) << r.error;
+    ASSERT_TRUE(r.finished && r.send_start);
+    EXPECT_LT(*r.finished - *r.send_start, 2s);  // the 500 ms idle deadline, not the hang
+  }
+  EXPECT_LT(RealClock().Now() - start, 10s);
+}
+
+TEST(MisbehavingServerTest, NothingAtAllTimesOutOnFirstByte) {
+  for (const RequestRecord& r : RunAgainst({t::Hang()}, 2)) {
+    EXPECT_EQ(r.outcome, Outcome::kTimeout);
+    EXPECT_NE(r.error.find("first"), std::string::npos) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, NeverEndingStreamHitsTheTotalDeadline) {
+  t::Script script = {t::Send(t::ChunkedHead())};
+  for (int i = 0; i < 100; ++i) {
+    script.push_back(t::Send(t::Chunk("data: " + ContentChunk("x") + "\n\n")));
+    script.push_back(t::Sleep(100ms));
+  }
+  for (const RequestRecord& r : RunAgainst(script, 1)) {
+    EXPECT_EQ(r.outcome, Outcome::kTimeout) << r.error;
+    EXPECT_GT(r.token_events.size(), 10u);  // what arrived before the deadline is kept
+  }
+}
+
+TEST(MisbehavingServerTest, CloseMidEventIsReset) {
+  const auto records = RunAgainst({t::Send(t::ChunkedHead()),
+                                   t::Send(t::Chunk("data: " + ContentChunk("a") + "\n\n")),
+                                   t::Send(t::Chunk("data: {\"choi")), t::Close()});
+  for (const RequestRecord& r : records) {
+    EXPECT_EQ(r.outcome, Outcome::kReset) << r.error;
+    EXPECT_EQ(r.token_events.size(), 1u);
+  }
+}
+
+TEST(MisbehavingServerTest, AbortiveResetIsReset) {
+  for (const RequestRecord& r : RunAgainst({t::Send(t::ChunkedHead()), t::Reset()})) {
+    EXPECT_EQ(r.outcome, Outcome::kReset) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, ErrorInsideA200StreamIsStreamError) {
+  const auto records = RunAgainst(t::SseScript(
+      {ContentChunk("a"), R"({"error":{"message":"engine died","type":"InternalServerError","code":500}})"}));
+  for (const RequestRecord& r : records) {
+    EXPECT_EQ(r.outcome, Outcome::kStreamError);
+    EXPECT_NE(r.error.find("engine died"), std::string::npos) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, LlamaCppErrorFieldIsStreamError) {
+  const auto records = RunAgainst({t::Send(t::ChunkedHead()),
+                                   t::Send(t::Chunk("error: {\"code\":400,\"message\":\"context too long\"}\n\n")),
+                                   t::Send(t::LastChunk())});
+  for (const RequestRecord& r : records) {
+    EXPECT_EQ(r.outcome, Outcome::kStreamError);
+    EXPECT_NE(r.error.find("context too long"), std::string::npos) << r.error;
+  }
+}
+
+TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
+  // TTFT 80 ms, then tokens 30 ms apart: the client's figures must match the script.
+  t::SseScriptOptions options;
+  options.first_delay = 80ms;
+  options.gap = 30ms;
+  t::ScriptedServer server(t::SseScript(
+      {ContentChunk("a"), ContentChunk("b"), ContentChunk("c"), ContentChunk("d"), kFinishChunk},
+      options));
+  const RunOutput out = RunSteps(SpecFor(server.port(), 3));
+  const auto captured = server.requests();
+  ASSERT_EQ(captured.size(), 3u);
+  for (const RequestRecord& r : out.steps.front().records) {
+    ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
+    ASSERT_EQ(r.token_events.size(), 4u);
+    const double ttft_ms = ToMillis(*r.first_token - *r.request_written);
+    EXPECT_NEAR(ttft_ms, 80, 2) << "request " << r.id;
+    for (std::size_t i = 1; i < r.token_events.size(); ++i) {
+      EXPECT_NEAR(ToMillis(r.token_events[i].at - r.token_events[i - 1].at), 30, 2);
+    }
+  }
+}
+
+TEST(MisbehavingServerTest, InterruptCancelsInFlightAndKeepsTheirRecords) {
+  t::ScriptedServer server({t::Send(t::ChunkedHead()), t::Hang()});
+  load::RunSpec spec = SpecFor(server.port(), 100, 4);
+  spec.target.client.deadlines.idle = 20s;
+  spec.target.client.deadlines.total = 20s;
+  MemorySink sink;
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    server.WaitForRequests(4, 5s);
+    std::this_thread::sleep_for(100ms);
+    stop.store(true);
+  });
+  const MonoTime start = RealClock().Now();
+  const auto steps = load::RunLoad(spec, sink, stop, nullptr);
+  stopper.join();
+  EXPECT_LT(RealClock().Now() - start, 5s);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_TRUE(steps.front().interrupted);
+  ASSERT_EQ(steps.front().records.size(), 4u);
+  for (const RequestRecord& r : steps.front().records) EXPECT_EQ(r.outcome, Outcome::kCancelled);
+}
+
+}  // namespace
+}  // namespace bakeoff

@@ -1,0 +1,412 @@
+// Tests for emulate/server.h over loopback (127.0.0.1 only, every wait bounded).
+#include "emulate/server.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rng.h"
+#include "emulate/tokenizer.h"
+#include "test_http_client.h"
+
+namespace bakeoff::emulate {
+namespace {
+
+using nlohmann::json;
+using testing::Fetch;
+using testing::FormatRequest;
+using testing::HttpResponse;
+using testing::SseData;
+using testing::TestConnection;
+
+// A fast engine model so tests run quickly: 1 ms steps.
+EmulatorConfig FastConfig() {
+  EmulatorConfig config;
+  config.port = 0;
+  config.engine.cost = CostModel{1.0, 0.0, 0.0, 0.0};
+  config.engine.max_model_len = 4096;
+  return config;
+}
+
+std::unique_ptr<EmulatorServer> StartOrDie(EmulatorConfig config) {
+  auto server = EmulatorServer::Start(std::move(config));
+  EXPECT_TRUE(server.ok()) << (server.ok() ? "" : server.error().message);
+  if (!server.ok()) return nullptr;
+  return std::move(server).value();
+}
+
+// Polls `condition` every 5 ms for up to `limit`.
+template <typename Condition>
+bool WaitFor(Condition condition, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
+}
+
+std::string ChatBody(int max_tokens, bool stream, bool usage, const std::string& content = "hello emulated world") {
+  json body = {{"model", "emulated-model"},
+               {"messages", {{{"role", "user"}, {"content", content}}}},
+               {"max_tokens", max_tokens},
+               {"stream", stream}};
+  if (usage) body["stream_options"] = {{"include_usage", true}};
+  return body.dump();
+}
+
+// Token events (chat content deltas) among raw, still-framed stream bytes.
+std::size_t CountContentEvents(const std::string& raw) {
+  std::size_t count = 0;
+  for (std::size_t at = raw.find(R"("delta":{"content":")"); at != std::string::npos;
+       at = raw.find(R"("delta":{"content":")", at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+void ExpectApiError(const HttpResponse& response, int status) {
+  EXPECT_EQ(response.status, status) << response.raw;
+  EXPECT_EQ(response.headers.count("x-bakeoff-emulated"), 1u);
+  json body = json::parse(response.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << response.body;
+  ASSERT_TRUE(body["error"].is_object()) << response.body;
+  EXPECT_TRUE(body["error"]["message"].is_string());
+  EXPECT_TRUE(body["error"]["type"].is_string());
+  EXPECT_TRUE(body["error"].contains("param"));
+  EXPECT_EQ(body["error"]["code"], status);
+}
+
+TEST(EmulatorServerTest, StartsOnAnEphemeralPortAndStops) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  EXPECT_NE(server->port(), 0);
+  server->Stop();
+  server->Stop();  // idempotent
+}
+
+TEST(EmulatorServerTest, RejectsInvalidConfigAndBusyPort) {
+  EmulatorConfig config = FastConfig();
+  config.engine.max_num_seqs = 0;
+  auto bad = EmulatorServer::Start(config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidInput);
+  auto first = StartOrDie(FastConfig());
+  ASSERT_TRUE(first);
+  EmulatorConfig same = FastConfig();
+  same.port = first->port();
+  auto busy = EmulatorServer::Start(same);
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.error().code, ErrorCode::kIo);
+}
+
+TEST(EmulatorServerTest, HealthIs503DuringLoadDelayThen200) {
+  EmulatorConfig config = FastConfig();
+  config.load_delay = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  HttpResponse loading = Fetch(server->port(), "GET", "/health");
+  EXPECT_EQ(loading.status, 503);
+  EXPECT_EQ(loading.headers["x-bakeoff-emulated"], "true");
+  ExpectApiError(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, false, false)), 503);
+  ASSERT_TRUE(WaitFor([&] { return Fetch(server->port(), "GET", "/health").status == 200; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+}
+
+TEST(EmulatorServerTest, ModelsListsTheServedModel) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  HttpResponse response = Fetch(server->port(), "GET", "/v1/models");
+  ASSERT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers["x-bakeoff-emulated"], "true");
+  json body = json::parse(response.body);
+  ASSERT_EQ(body["data"].size(), 1u);
+  EXPECT_EQ(body["data"][0]["id"], "emulated-model");
+  EXPECT_EQ(body["data"][0]["owned_by"], "bakeoff-emulated");
+  EXPECT_EQ(body["data"][0]["max_model_len"], 4096);
+}
+
+// Checks a chat stream: role chunk, n content chunks (last with finish_reason), usage, [DONE].
+void ExpectChatStream(const HttpResponse& response, int n, int prompt_tokens, bool usage) {
+  ASSERT_EQ(response.status, 200) << response.raw;
+  EXPECT_EQ(response.headers.at("x-bakeoff-emulated"), "true");
+  EXPECT_EQ(response.headers.at("transfer-encoding"), "chunked");
+  EXPECT_EQ(response.headers.at("content-type").rfind("text/event-stream", 0), 0u);
+  std::vector<std::string> events = SseData(response.body);
+  ASSERT_EQ(events.size(), static_cast<std::size_t>(1 + n + (usage ? 1 : 0) + 1)) << response.body;
+  json role = json::parse(events[0]);
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(role["choices"][0]["delta"]["content"], "");
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    json chunk = json::parse(events[1 + i]);
+    EXPECT_EQ(chunk["id"], role["id"]);
+    text += chunk["choices"][0]["delta"]["content"].get<std::string>();
+    if (i + 1 < n) {
+      EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
+    } else {
+      EXPECT_EQ(chunk["choices"][0]["finish_reason"], "length");
+    }
+  }
+  EXPECT_EQ(CountTokens(text), static_cast<std::size_t>(n));
+  if (usage) {
+    json last = json::parse(events[1 + n]);
+    EXPECT_TRUE(last["choices"].is_array() && last["choices"].empty());
+    EXPECT_EQ(last["usage"]["prompt_tokens"], prompt_tokens);
+    EXPECT_EQ(last["usage"]["completion_tokens"], n);
+    EXPECT_EQ(last["usage"]["total_tokens"], prompt_tokens + n);
+  }
+  EXPECT_EQ(events.back(), "[DONE]");
+}
+
+TEST(EmulatorServerTest, StreamingChatHasVllmShape) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(5, true, true)), 5,
+                   3, true);
+  ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(3, true, false)),
+                   3, 3, false);
+}
+
+TEST(EmulatorServerTest, StreamingCompletions) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  HttpResponse response = Fetch(server->port(), "POST", "/v1/completions",
+                                R"({"model":"emulated-model","prompt":"one two three four",)"
+                                R"("max_tokens":4,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_EQ(response.status, 200);
+  auto events = SseData(response.body);
+  ASSERT_EQ(events.size(), 6u) << response.body;
+  for (int i = 0; i < 4; ++i) {
+    json chunk = json::parse(events[i]);
+    EXPECT_EQ(chunk["object"], "text_completion");
+    EXPECT_EQ(chunk["choices"][0]["text"], std::string(OutputPiece(0, i)));
+  }
+  EXPECT_EQ(json::parse(events[3])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(json::parse(events[4])["usage"]["prompt_tokens"], 4);
+  EXPECT_EQ(events[5], "[DONE]");
+}
+
+TEST(EmulatorServerTest, NonStreamingReturnsWholeBodyWithUsage) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  HttpResponse response =
+      Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(6, false, false));
+  ASSERT_EQ(response.status, 200) << response.raw;
+  EXPECT_EQ(response.headers["x-bakeoff-emulated"], "true");
+  json body = json::parse(response.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(CountTokens(body["choices"][0]["message"]["content"].get<std::string>()), 6u);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(body["usage"]["total_tokens"], 9);
+}
+
+TEST(EmulatorServerTest, ErrorsAreOpenAiShaped) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  const std::uint16_t port = server->port();
+  ExpectApiError(Fetch(port, "POST", "/v1/chat/completions", "{not json"), 400);
+  ExpectApiError(Fetch(port, "POST", "/v1/chat/completions", R"({"model":"emulated-model"})"), 400);
+  ExpectApiError(Fetch(port, "POST", "/v1/chat/completions", ChatBody(0, true, false)), 400);
+  ExpectApiError(Fetch(port, "POST", "/v1/chat/completions", ChatBody(5000, true, false)), 400);
+  HttpResponse unknown_model = Fetch(port, "POST", "/v1/completions", R"({"model":"gpt-9","prompt":"x"})");
+  ExpectApiError(unknown_model, 404);
+  EXPECT_EQ(json::parse(unknown_model.body)["error"]["message"], "The model `gpt-9` does not exist.");
+  ExpectApiError(Fetch(port, "GET", "/v1/nothing-here"), 404);
+  ExpectApiError(Fetch(port, "GET", "/v1/completions"), 405);
+}
+
+TEST(EmulatorServerTest, TokenizeCountMatchesTheTokenizer) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  const std::string prompt = "The emulated engine counts whitespace-separated words, extraordinarily.";
+  HttpResponse response = Fetch(server->port(), "POST", "/tokenize",
+                                json({{"model", "emulated-model"}, {"prompt", prompt}}).dump());
+  ASSERT_EQ(response.status, 200);
+  json body = json::parse(response.body);
+  EXPECT_EQ(body["count"], CountTokens(prompt));
+  EXPECT_EQ(body["max_model_len"], 4096);
+  EXPECT_EQ(body["tokens"].get<std::vector<std::uint32_t>>(), TokenIds(prompt));
+}
+
+TEST(EmulatorServerTest, KeepAliveAndPipelinedRequestsShareAConnection) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  TestConnection connection(server->port());
+  ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(2, true, true), true)));
+  ExpectChatStream(connection.ReadResponse(), 2, 3, true);
+  ASSERT_TRUE(connection.Send(FormatRequest("GET", "/health", "", true)));
+  EXPECT_EQ(connection.ReadResponse().status, 200);
+  // Two requests in one send: answered in order.
+  ASSERT_TRUE(connection.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(3, true, false), true) +
+                              FormatRequest("GET", "/v1/models", "", false)));
+  ExpectChatStream(connection.ReadResponse(), 3, 3, false);
+  HttpResponse models = connection.ReadResponse();
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(models.headers["connection"], "close");
+  EXPECT_TRUE(connection.WaitForClose());
+}
+
+TEST(EmulatorServerTest, GarbageGets400AndTheConnectionCloses) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  for (const char* garbage : {"GARBAGE\r\n\r\n", "\x01\x02\x03 / HTTP/9.9\r\n\r\n",
+                              "POST /v1/completions HTTP/1.1\r\ncontent-length: zz\r\n\r\n"}) {
+    TestConnection connection(server->port());
+    ASSERT_TRUE(connection.Send(garbage));
+    HttpResponse response = connection.ReadResponse();
+    EXPECT_EQ(response.status, 400) << garbage;
+    EXPECT_EQ(response.headers["x-bakeoff-emulated"], "true");
+    EXPECT_TRUE(connection.WaitForClose());
+  }
+  // Oversized headers.
+  TestConnection big(server->port());
+  ASSERT_TRUE(big.Send("GET /health HTTP/1.1\r\nx-big: " + std::string(64 * 1024, 'a') + "\r\n\r\n"));
+  EXPECT_EQ(big.ReadResponse().status, 431);
+  // Still serving.
+  EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 200);
+}
+
+TEST(EmulatorServerTest, RandomBytesNeverBreakTheServer) {
+  EmulatorConfig config = FastConfig();
+  config.request_timeout = std::chrono::milliseconds(200);
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  Rng rng(20240601);
+  const std::string valid = FormatRequest("POST", "/v1/chat/completions", ChatBody(3, true, true), true);
+  for (int i = 0; i < 200; ++i) {
+    TestConnection connection(server->port(), 1000);
+    ASSERT_TRUE(connection.connected());
+    // A prefix of a valid request, then random bytes: exercises every parser state.
+    std::string bytes = valid.substr(0, rng.Below(valid.size() + 1));
+    const std::size_t noise = rng.Below(300);
+    for (std::size_t k = 0; k < noise; ++k) bytes += static_cast<char>(rng.Below(256));
+    connection.Send(bytes);
+    if (i % 2 == 0) {
+      std::string sink;
+      connection.ReadSome(sink);  // whatever the server answers, or a timeout
+    }
+  }  // every connection closes abruptly
+  EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 200);
+  ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, true, true)), 2,
+                   3, true);
+  EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server->stats().running == 0 && server->stats().waiting == 0; }));
+}
+
+TEST(EmulatorServerTest, SlowlorisClientIsDisconnected) {
+  EmulatorConfig config = FastConfig();
+  config.request_timeout = std::chrono::milliseconds(200);
+  config.idle_timeout = std::chrono::milliseconds(300);
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  TestConnection slow(server->port(), 3000);
+  ASSERT_TRUE(slow.Send("GET /health HTTP/1.1\r\nhost: x\r\n"));  // never finishes its headers
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(slow.WaitForClose());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  TestConnection idle(server->port(), 3000);  // connects and sends nothing
+  EXPECT_TRUE(idle.WaitForClose());
+  EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+}
+
+TEST(EmulatorServerTest, ClientDisconnectAbortsTheSequence) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  {
+    TestConnection connection(server->port());
+    ASSERT_TRUE(connection.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(3000, true, false))));
+    std::string got;
+    while (CountContentEvents(got) < 3) {
+      ASSERT_GT(connection.ReadSome(got), 0);
+    }
+    EXPECT_EQ(server->stats().running, 1u);
+  }  // closes mid-stream
+  EXPECT_TRUE(WaitFor([&] { return server->stats().running == 0 && server->stats().aborted == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+}
+
+TEST(EmulatorServerTest, ModelledTimingFollowsTheCostModel) {
+  EmulatorConfig config = FastConfig();
+  config.engine.cost = CostModel{20.0, 0.1, 0.0, 0.0};  // prefill of 100 tokens: 30 ms; decode: 20 ms
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  std::string content;
+  for (int i = 0; i < 100; ++i) content += "word ";
+  const int n = 8;
+  TestConnection connection(server->port());
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(connection.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(n, true, false, content))));
+  std::string got;
+  std::vector<std::chrono::steady_clock::time_point> token_times;
+  while (token_times.size() < static_cast<std::size_t>(n)) {
+    ASSERT_GT(connection.ReadSome(got), 0);
+    const auto now = std::chrono::steady_clock::now();
+    while (token_times.size() < CountContentEvents(got)) token_times.push_back(now);
+  }
+  const SingleRequestTiming expected = ExpectedSingleRequest(config.engine, 100, n);
+  const double ttft_ms = ToMillis(token_times.front() - sent);
+  const double tpot_ms = ToMillis(token_times.back() - token_times.front()) / (n - 1);
+  EXPECT_GE(ttft_ms, ToMillis(expected.ttft) * 0.99);
+  EXPECT_LE(ttft_ms, ToMillis(expected.ttft) * 1.3);
+  EXPECT_GE(tpot_ms, ToMillis(expected.tpot) * 0.95);
+  EXPECT_LE(tpot_ms, ToMillis(expected.tpot) * 1.1);
+}
+
+TEST(EmulatorServerTest, InstantModeStreamsEveryTokenAsItsOwnEvent) {
+  EmulatorConfig config = FastConfig();
+  config.instant = true;
+  config.engine.cost = CostModel{};  // ignored
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  const auto start = std::chrono::steady_clock::now();
+  ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(3000, true, true)),
+                   3000, 3, true);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  HttpResponse whole = Fetch(server->port(), "POST", "/v1/completions",
+                             R"({"prompt":"a b","max_tokens":50})");
+  ASSERT_EQ(whole.status, 200);
+  EXPECT_EQ(json::parse(whole.body)["usage"]["completion_tokens"], 50);
+}
+
+TEST(EmulatorServerTest, HoldsManyConcurrentStreams) {
+  EmulatorConfig config = FastConfig();
+  config.engine.max_num_seqs = 64;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  constexpr int kStreams = 1000;
+  std::vector<std::unique_ptr<TestConnection>> connections;
+  const std::string request = FormatRequest("POST", "/v1/chat/completions", ChatBody(4, true, true));
+  for (int i = 0; i < kStreams; ++i) {
+    connections.push_back(std::make_unique<TestConnection>(server->port()));
+    ASSERT_TRUE(connections.back()->connected()) << i;
+    ASSERT_TRUE(connections.back()->Send(request)) << i;
+  }
+  for (auto& connection : connections) ExpectChatStream(connection->ReadResponse(), 4, 3, true);
+  EXPECT_GE(server->stats().requests_total, static_cast<std::uint64_t>(kStreams));
+  connections.clear();
+  EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+}
+
+TEST(EmulatorServerTest, StopEndsOpenStreams) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  TestConnection connection(server->port());
+  ASSERT_TRUE(connection.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(3000, true, false))));
+  std::string got;
+  ASSERT_GT(connection.ReadSome(got), 0);
+  server->Stop();
+  EXPECT_TRUE(connection.WaitForClose());
+}
+
+}  // namespace
+}  // namespace bakeoff::emulate

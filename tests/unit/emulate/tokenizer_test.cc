@@ -1,0 +1,84 @@
+// Tests for emulate/tokenizer.h: the documented token rule and the output word stream.
+#include "emulate/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bakeoff::emulate {
+namespace {
+
+TEST(TokenizerTest, OneTokenPerWhitespaceSeparatedRun) {
+  EXPECT_EQ(CountTokens(""), 0u);
+  EXPECT_EQ(CountTokens("   \t\n"), 0u);
+  EXPECT_EQ(CountTokens("hello"), 1u);
+  EXPECT_EQ(CountTokens("hello world"), 2u);
+  EXPECT_EQ(CountTokens("  hello \n\t world  "), 2u);
+  EXPECT_EQ(CountTokens("a,b.c!"), 1u);
+}
+
+TEST(TokenizerTest, LongRunsSplitEveryEightBytes) {
+  EXPECT_EQ(CountTokens("12345678"), 1u);
+  EXPECT_EQ(CountTokens("123456789"), 2u);
+  EXPECT_EQ(CountTokens(std::string(17, 'x')), 3u);
+  auto pieces = TokenPieces("abcdefghij kl");
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0], "abcdefgh");
+  EXPECT_EQ(pieces[1], "ij");
+  EXPECT_EQ(pieces[2], "kl");
+}
+
+TEST(TokenizerTest, CountMatchesPiecesAndIds) {
+  const std::string text = "The quick brown fox\njumps over the extraordinarily lazy dog.";
+  EXPECT_EQ(CountTokens(text), TokenPieces(text).size());
+  EXPECT_EQ(CountTokens(text), TokenIds(text).size());
+}
+
+TEST(TokenizerTest, NWordsJoinedBySpacesAreNTokens) {
+  std::string prompt;
+  for (int i = 0; i < 500; ++i) {
+    if (i) prompt += ' ';
+    prompt += "word" + std::to_string(i % 1000);
+  }
+  EXPECT_EQ(CountTokens(prompt), 500u);
+}
+
+TEST(TokenizerTest, CommonTextPrefixGivesCommonTokenPrefix) {
+  const auto a = TokenIds("shared system prompt here then user one");
+  const auto b = TokenIds("shared system prompt here then another question entirely");
+  ASSERT_GE(a.size(), 5u);
+  ASSERT_GE(b.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
+TEST(TokenizerTest, IdsAreDeterministicAndInVocabulary) {
+  EXPECT_EQ(TokenId("hello"), TokenId("hello"));
+  EXPECT_NE(TokenId("hello"), TokenId("world"));
+  for (auto id : TokenIds("a b c d e f g h i j k")) EXPECT_LT(id, kVocabSize);
+}
+
+TEST(TokenizerTest, OutputPiecesAreWordsThatRetokenizeOneEach) {
+  std::string text;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    std::string_view piece = OutputPiece(7, i);
+    ASSERT_GE(piece.size(), 2u);
+    ASSERT_LE(piece.size(), kMaxTokenBytes + 1);
+    EXPECT_EQ(piece.back(), ' ');
+    for (char c : piece.substr(0, piece.size() - 1)) EXPECT_TRUE(c >= 'a' && c <= 'z') << piece;
+    text += piece;
+  }
+  EXPECT_EQ(CountTokens(text), 1000u);
+  EXPECT_EQ(OutputPiece(7, 3), OutputPiece(7, 3));
+}
+
+TEST(TokenizerTest, OutputDependsOnSeed) {
+  std::string a, b;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    a += OutputPiece(1, i);
+    b += OutputPiece(2, i);
+  }
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace bakeoff::emulate

@@ -1,0 +1,109 @@
+#include "load/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace bakeoff::load {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::vector<double> Gaps(const std::vector<PlannedSend>& plan) {
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < plan.size(); ++i) gaps.push_back(ToSeconds(plan[i].offset - plan[i - 1].offset));
+  return gaps;
+}
+
+double CoefficientOfVariation(const std::vector<double>& values) {
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double variance = 0;
+  for (double v : values) variance += (v - mean) * (v - mean);
+  variance /= static_cast<double>(values.size() - 1);
+  return std::sqrt(variance) / mean;
+}
+
+TEST(PlanTest, ConstantRateOffsetsAreExactMultiples) {
+  StepLimits limits;
+  limits.requests = 1000;
+  const auto plan = BuildOpenLoopSchedule({7.0, ArrivalProcess::kConstant, 1}, limits, 1);
+  ASSERT_EQ(plan.size(), 1000u);
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    // Computed from t0, not accumulated: the k-th offset is k/rate to the nanosecond.
+    EXPECT_EQ(plan[k].offset, FromSeconds(static_cast<double>(k) / 7.0)) << k;
+  }
+}
+
+TEST(PlanTest, DurationLimitsTheMeasuredWindowAfterWarmup) {
+  StepLimits limits;
+  limits.duration = seconds(10);
+  limits.warmup = seconds(2);
+  const auto plan = BuildOpenLoopSchedule({10.0, ArrivalProcess::kConstant, 1}, limits, 1);
+  std::size_t warmup = 0;
+  for (const PlannedSend& p : plan) {
+    if (p.warmup) {
+      ++warmup;
+      EXPECT_LT(p.offset, seconds(2));
+    } else {
+      EXPECT_GE(p.offset, seconds(2));
+      EXPECT_LT(p.offset, seconds(12));
+    }
+  }
+  EXPECT_EQ(warmup, 20u);
+  EXPECT_EQ(plan.size() - warmup, 100u);
+}
+
+TEST(PlanTest, SameSeedSameScheduleOtherSeedOtherSchedule) {
+  StepLimits limits;
+  limits.requests = 500;
+  const auto a = BuildOpenLoopSchedule({50.0, ArrivalProcess::kPoisson, 1}, limits, 9);
+  const auto b = BuildOpenLoopSchedule({50.0, ArrivalProcess::kPoisson, 1}, limits, 9);
+  const auto c = BuildOpenLoopSchedule({50.0, ArrivalProcess::kPoisson, 1}, limits, 10);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].offset, b[i].offset);
+  EXPECT_NE(a.back().offset, c.back().offset);
+}
+
+TEST(PlanTest, PoissonHasRateAndUnitCoefficientOfVariation) {
+  StepLimits limits;
+  limits.requests = 50000;
+  const auto plan = BuildOpenLoopSchedule({200.0, ArrivalProcess::kPoisson, 1}, limits, 3);
+  const double achieved = static_cast<double>(plan.size() - 1) / ToSeconds(plan.back().offset);
+  EXPECT_NEAR(achieved, 200.0, 200.0 * 0.02);
+  EXPECT_NEAR(CoefficientOfVariation(Gaps(plan)), 1.0, 0.03);
+}
+
+TEST(PlanTest, GammaBurstinessSetsCoefficientOfVariation) {
+  StepLimits limits;
+  limits.requests = 50000;
+  for (double shape : {0.25, 4.0}) {
+    const auto plan = BuildOpenLoopSchedule({100.0, ArrivalProcess::kGamma, shape}, limits, 5);
+    const double achieved = static_cast<double>(plan.size() - 1) / ToSeconds(plan.back().offset);
+    EXPECT_NEAR(achieved, 100.0, 100.0 * 0.03) << shape;
+    EXPECT_NEAR(CoefficientOfVariation(Gaps(plan)), 1 / std::sqrt(shape), 0.06) << shape;
+  }
+}
+
+TEST(PlanTest, WarmupByCount) {
+  StepLimits limits;
+  limits.requests = 10;
+  limits.warmup_requests = 3;
+  const auto plan = BuildOpenLoopSchedule({1.0, ArrivalProcess::kConstant, 1}, limits, 1);
+  ASSERT_EQ(plan.size(), 13u);
+  EXPECT_TRUE(plan[2].warmup);
+  EXPECT_FALSE(plan[3].warmup);
+}
+
+TEST(PlanTest, ParseArrivalProcessNamesTheBadValue) {
+  EXPECT_TRUE(ParseArrivalProcess("gamma").ok());
+  const auto bad = ParseArrivalProcess("bursty");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("bursty"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bakeoff::load
