@@ -8,10 +8,17 @@ DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config clang libclang-rt-14-dev \
   libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
 
+# Only `make bench` needs these (docs/DEPENDENCIES.md): jq reads summary.json, time measures the
+# client's CPU time and peak memory. nginx (optional: its figure is skipped when it cannot be
+# installed) serves a prerendered stream; RUNLEVEL=1 keeps its package from starting the system
+# service, since scripts/bench.sh runs its own nginx on loopback from a temporary folder.
+BENCH_PACKAGES := jq time
+BENCH_OPTIONAL_PACKAGES := nginx
+
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 10
 
-.PHONY: deps build demo test unit-test asan tsan fuzz bench format lint clean
+.PHONY: deps bench-deps build demo test unit-test asan tsan fuzz bench format lint clean
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
@@ -51,10 +58,25 @@ tsan: deps
 
 fuzz: deps
 	cmake --preset fuzz >/dev/null
-	cmake --build build/fuzz -j $(JOBS)
+	cmake --build build/fuzz --target fuzzers -j $(JOBS)
 	scripts/run_fuzzers.sh build/fuzz $(FUZZ_SECONDS)
 
-bench: build
+bench-deps: deps
+	@missing() { for p in "$$@"; do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done; }; \
+	need=$$(missing $(BENCH_PACKAGES)); want=$$(missing $(BENCH_OPTIONAL_PACKAGES)); \
+	if [ -n "$$need$$want" ] && [ "$$(id -u)" != 0 ]; then \
+	  if [ -n "$$need" ]; then echo "make bench-deps: run as root to install" $$need >&2; exit 1; fi; \
+	  echo "make bench-deps: not root, so $$want stays missing; its figures are skipped" >&2; exit 0; \
+	fi; \
+	export DEBIAN_FRONTEND=noninteractive RUNLEVEL=1; \
+	if [ -n "$$need$$want" ]; then echo "make bench-deps: installing" $$need $$want; apt-get update -qq; fi; \
+	if [ -n "$$need" ]; then apt-get install -y -qq --no-install-recommends $$need || exit 1; fi; \
+	if [ -n "$$want" ]; then apt-get install -y -qq --no-install-recommends $$want || \
+	  echo "make bench-deps: $$want not installed; its figures are skipped" >&2; fi
+
+# Micro-benchmarks and loopback macro-benchmarks; rewrites docs/BENCHMARKS.md (about 6 minutes).
+bench: build bench-deps
 	scripts/bench.sh build/release
 
 format:

@@ -12,6 +12,7 @@ int Main(int argc, char** argv) {
   int exit_code = kExitOk;
   AddBenchCommand(app, &exit_code);
   AddEmulateCommand(app, &exit_code);
+  AddFingerprintCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

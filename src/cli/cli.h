@@ -23,5 +23,6 @@ int Main(int argc, char** argv);
 // Each subcommand registers itself on `app` and sets `*exit_code` when it runs.
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddEmulateCommand(CLI::App& app, int* exit_code);
+void AddFingerprintCommand(CLI::App& app, int* exit_code);
 
 }  // namespace bakeoff::cli

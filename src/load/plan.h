@@ -51,4 +51,27 @@ struct PlannedSend {
 std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const StepLimits& limits,
                                                std::uint64_t seed);
 
+// Walks one worker's share of a schedule (entries first, first + stride, ...) in time order.
+// The worker asks which entries are due at the current instant; a late wake-up makes several
+// due at once and each keeps its own intended instant, so the lateness shows as send lag.
+class ScheduleCursor {
+ public:
+  // REQUIRES: stride >= 1; `schedule` outlives the cursor.
+  ScheduleCursor(const std::vector<PlannedSend>& schedule, std::size_t first, std::size_t stride)
+      : schedule_(schedule), next_(first), stride_(stride) {}
+
+  bool done() const { return next_ >= schedule_.size(); }
+  // Index and entry of the next send. REQUIRES: !done().
+  std::size_t next_index() const { return next_; }
+  const PlannedSend& next() const { return schedule_[next_]; }
+  // True when the next send's offset is at or before `elapsed` (time since t0).
+  bool NextIsDue(Nanos elapsed) const { return !done() && schedule_[next_].offset <= elapsed; }
+  void Advance() { next_ += stride_; }
+
+ private:
+  const std::vector<PlannedSend>& schedule_;
+  std::size_t next_;
+  std::size_t stride_;
+};
+
 }  // namespace bakeoff::load

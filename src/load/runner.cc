@@ -59,7 +59,7 @@ class Worker {
   void Start() {
     ScheduleTick(context_.t0);
     if (context_.step->mode == LoopMode::kOpen) {
-      next_planned_ = index_;
+      cursor_.emplace(*context_.schedule, index_, count_);
       ArmNextOpenLoopSend();
     } else {
       // This worker's share of the closed-loop concurrency.
@@ -74,21 +74,18 @@ class Worker {
 
   // Open loop: one timer at a time, armed for this worker's next planned instant.
   void ArmNextOpenLoopSend() {
-    const auto& schedule = *context_.schedule;
-    if (next_planned_ >= schedule.size()) {
+    if (cursor_->done()) {
       sending_done_ = true;
       MaybeFinish();
       return;
     }
-    loop_.RunAt(context_.t0 + schedule[next_planned_].offset, [this] {
+    loop_.RunAt(context_.t0 + cursor_->next().offset, [this] {
       if (stopping_) return;
-      const auto& plan = *context_.schedule;
-      const MonoTime now = RealClock().Now();
-      // Send everything that is due; a late wake-up sends the backlog at once, and each request
-      // keeps its own intended instant, so the lateness shows as send lag.
-      while (next_planned_ < plan.size() && context_.t0 + plan[next_planned_].offset <= now) {
-        Send(next_planned_, context_.t0 + plan[next_planned_].offset, plan[next_planned_].warmup);
-        next_planned_ += count_;
+      const Nanos elapsed = RealClock().Now() - context_.t0;
+      while (cursor_->NextIsDue(elapsed)) {
+        const PlannedSend& planned = cursor_->next();
+        Send(cursor_->next_index(), context_.t0 + planned.offset, planned.warmup);
+        cursor_->Advance();
       }
       ArmNextOpenLoopSend();
     });
@@ -206,7 +203,7 @@ class Worker {
   std::vector<Exchange*> idle_exchanges_;
   std::vector<RequestRecord> records_;
   std::vector<double> loop_lag_ms_;
-  std::size_t next_planned_ = 0;
+  std::optional<ScheduleCursor> cursor_;  // open loop only
   std::size_t in_flight_ = 0;
   MonoTime last_send_;
   std::optional<MonoTime> drain_deadline_;

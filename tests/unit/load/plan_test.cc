@@ -107,3 +107,50 @@ TEST(PlanTest, ParseArrivalProcessNamesTheBadValue) {
 
 }  // namespace
 }  // namespace bakeoff::load
+
+namespace bakeoff::load {
+namespace {
+
+TEST(ScheduleCursorTest, ReleasesEachWorkersShareOnTimeAgainstAManualClock) {
+  // 10 requests/s constant, two workers: worker 1 owns entries 1, 3, 5, ...
+  StepLimits limits;
+  limits.requests = 10;
+  const auto plan = BuildOpenLoopSchedule({10.0, ArrivalProcess::kConstant, 1}, limits, 1);
+  const MonoTime t0{std::chrono::seconds(100)};
+  ManualClock clock(t0);
+  ScheduleCursor cursor(plan, 1, 2);
+  std::vector<std::size_t> sent;
+  std::vector<Nanos> intended;
+  for (int tick = 0; tick < 120 && !cursor.done(); ++tick) {
+    while (cursor.NextIsDue(clock.Now() - t0)) {
+      sent.push_back(cursor.next_index());
+      intended.push_back(cursor.next().offset);
+      cursor.Advance();
+    }
+    clock.Advance(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(sent, (std::vector<std::size_t>{1, 3, 5, 7, 9}));
+  for (std::size_t i = 0; i < intended.size(); ++i) {
+    EXPECT_EQ(intended[i], FromSeconds(0.1 * static_cast<double>(sent[i])));
+  }
+}
+
+TEST(ScheduleCursorTest, ALateWakeUpReleasesTheBacklogWithTheirOwnInstants) {
+  StepLimits limits;
+  limits.requests = 5;
+  const auto plan = BuildOpenLoopSchedule({100.0, ArrivalProcess::kConstant, 1}, limits, 1);
+  ManualClock clock;
+  ScheduleCursor cursor(plan, 0, 1);
+  clock.Advance(std::chrono::milliseconds(35));  // woke up 35 ms late: 4 sends are due
+  int due = 0;
+  while (cursor.NextIsDue(clock.Now() - MonoTime{})) {
+    EXPECT_EQ(cursor.next().offset, std::chrono::milliseconds(10 * due));
+    cursor.Advance();
+    ++due;
+  }
+  EXPECT_EQ(due, 4);
+  EXPECT_FALSE(cursor.done());
+}
+
+}  // namespace
+}  // namespace bakeoff::load

@@ -1,0 +1,367 @@
+// tests/unit/workload/importers_test.cc
+//
+// Owns: the importers' contract on small hand-made files (tests/testdata/traces/), one or more per
+// format, including broken ones: exact field values, `file:line: what` messages, skip counts by
+// kind, mixed time units, unsorted timestamps, files with no usable rows, format detection and the
+// canonical JSONL round trip.
+#include "workload/importers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/file.h"
+#include "workload/trace_jsonl.h"
+
+namespace bakeoff::workload {
+namespace {
+
+std::string Data(const std::string& name) { return std::string(BAKEOFF_TESTDATA_DIR) + "/traces/" + name; }
+
+struct Imported {
+  Result<ImportReport> report = MakeError(ErrorCode::kInternal, "not run");
+  std::vector<TraceRequest> rows;
+  std::vector<std::uint32_t> blocks;
+};
+
+Imported Import(const std::string& name, ImportOptions options = {}) {
+  Imported out;
+  out.report = ImportTraceFile(Data(name), options, [&out](const TraceRequest& r, std::uint32_t block) {
+    out.rows.push_back(r);
+    out.blocks.push_back(block);
+  });
+  return out;
+}
+
+TEST(ImportersTest, AzureCsvWallClockWithSevenFractionalDigits) {
+  Imported im = Import("azure_small.csv");
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kAzureCsv);
+  ASSERT_EQ(im.rows.size(), 3u);
+  EXPECT_EQ(im.rows[0].input_tokens, 374u);
+  EXPECT_EQ(im.rows[0].output_tokens, 44u);
+  EXPECT_DOUBLE_EQ(im.rows[0].arrival_s, 0);
+  EXPECT_NEAR(im.rows[1].arrival_s, 4.314579, 1e-9);  // 50.9951690 - 46.6805900
+  EXPECT_NEAR(im.rows[2].arrival_s, 4.31941, 1e-9);
+  EXPECT_EQ(im.rows[2].source_line, 4u);
+  ASSERT_TRUE(im.report->origin_unix_ns.has_value());
+  EXPECT_EQ(*im.report->origin_unix_ns, 1700158546680590000LL);  // 2023-11-16T18:15:46.68059Z
+}
+
+TEST(ImportersTest, AzureBrokenStopsAtFirstBadRowWithFileAndLine) {
+  Imported im = Import("azure_broken.csv");
+  ASSERT_FALSE(im.report.ok());
+  EXPECT_EQ(im.report.error().code, ErrorCode::kInvalidInput);
+  EXPECT_EQ(im.report.error().message,
+            Data("azure_broken.csv") + ":3: column \"ContextTokens\" is not a non-negative integer (\"abc\")");
+}
+
+TEST(ImportersTest, AzureBrokenWithSkipInvalidCountsEachKind) {
+  ImportOptions options;
+  options.skip_invalid = true;
+  Imported im = Import("azure_broken.csv", options);
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.rows.size(), 2u);
+  EXPECT_EQ(im.report->SkippedTotal(), 4u);
+  ASSERT_EQ(im.report->skipped.size(), 3u);
+  EXPECT_EQ(im.report->skipped[0].kind, "bad number");
+  EXPECT_EQ(im.report->skipped[0].count, 2u);  // "abc" and "-5"
+  EXPECT_EQ(im.report->skipped[1].kind, "wrong column count");
+  EXPECT_EQ(im.report->skipped[1].first_message,
+            Data("azure_broken.csv") + ":4: expected 3 fields as in the header, found 2");
+  EXPECT_EQ(im.report->skipped[2].kind, "bad timestamp");
+  EXPECT_NE(im.report->SkippedSummary().find("skipped 4 rows: 2 bad number"), std::string::npos);
+}
+
+TEST(ImportersTest, BurstGptSecondsModelsAndFailedRowsNoted) {
+  Imported im = Import("burstgpt_small.csv");
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kBurstGptCsv);
+  ASSERT_EQ(im.rows.size(), 4u);
+  EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, 40);
+  EXPECT_EQ(im.rows[2].model, "GPT-4");
+  EXPECT_EQ(im.rows[1].input_tokens, 1087u);
+  EXPECT_EQ(im.rows[3].output_tokens, 0u);
+  ASSERT_EQ(im.report->notes.size(), 1u);
+  EXPECT_NE(im.report->notes[0].find("1 rows have 0 response tokens"), std::string::npos);
+}
+
+TEST(ImportersTest, BurstGptSessionColumnsGiveTurns) {
+  Imported im = Import("burstgpt_sessions.csv");
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  ASSERT_EQ(im.rows.size(), 3u);
+  EXPECT_EQ(im.rows[0].session_id, "s1");
+  EXPECT_EQ(im.rows[0].turn, 0u);
+  EXPECT_EQ(im.rows[2].session_id, "s1");
+  EXPECT_EQ(im.rows[2].turn, 1u);
+  EXPECT_EQ(im.rows[1].turn, 0u);
+}
+
+TEST(ImportersTest, MooncakeMillisecondsAndBlocks) {
+  Imported im = Import("mooncake_small.jsonl");
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kMooncake);
+  EXPECT_EQ(im.report->block_tokens, 512u);
+  ASSERT_EQ(im.rows.size(), 4u);
+  EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, 0.25);
+  EXPECT_EQ(im.rows[2].prefix_hashes, (std::vector<std::uint64_t>{4, 1}));
+  EXPECT_EQ(im.blocks[0], 512u);
+}
+
+TEST(ImportersTest, MooncakeBrokenRowsEachExplained) {
+  Imported stop = Import("mooncake_broken.jsonl");
+  ASSERT_FALSE(stop.report.ok());
+  EXPECT_EQ(stop.report.error().message, Data("mooncake_broken.jsonl") + ":2: not valid JSON");
+  ImportOptions options;
+  options.skip_invalid = true;
+  Imported im = Import("mooncake_broken.jsonl", options);
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.rows.size(), 2u);
+  EXPECT_EQ(im.report->SkippedTotal(), 5u);
+  std::string all;
+  for (const SkippedRows& s : im.report->skipped) all += s.kind + "=" + std::to_string(s.count) + ";";
+  EXPECT_EQ(all, "bad JSON=2;missing field=1;bad number=2;");
+  EXPECT_EQ(im.report->skipped[1].first_message,
+            Data("mooncake_broken.jsonl") + ":3: missing field \"input_length\"");
+}
+
+TEST(ImportersTest, ShareGptTurnsBecomeRequestsWithUnknownArrivals) {
+  ImportOptions options;
+  options.block_tokens = 4;  // 16-byte blocks, so the short first turn spans several
+  Imported im = Import("sharegpt_small.json", options);
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kShareGpt);
+  EXPECT_FALSE(im.report->arrivals_known);
+  ASSERT_EQ(im.rows.size(), 3u);  // two turns of conv1, one of conv2 (its last turn has no reply)
+  EXPECT_EQ(im.rows[0].session_id, "conv1");
+  EXPECT_EQ(im.rows[1].turn, 1u);
+  EXPECT_EQ(im.rows[1].messages.size(), 4u);  // system, user, assistant, user
+  EXPECT_EQ(im.rows[1].messages[2].role, "assistant");
+  EXPECT_TRUE(im.rows[0].tokens_estimated);
+  // "You are a helpful assistant." (28 bytes) + "What is a KV cache?" (19 bytes) -> ceil(47 / 4).
+  EXPECT_EQ(im.rows[0].input_tokens, 12u);
+  EXPECT_EQ(im.rows[0].arrival_s, 0);
+  // The second turn's prompt starts with the first turn's text ("system\n...\nuser\n...\n", 61
+  // bytes), so it shares the first three 16-byte blocks; the fourth is partial in the first turn.
+  ASSERT_EQ(im.rows[0].prefix_hashes.size(), 4u);
+  ASSERT_GT(im.rows[1].prefix_hashes.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(im.rows[1].prefix_hashes[i], im.rows[0].prefix_hashes[i]) << i;
+  EXPECT_NE(im.rows[1].prefix_hashes[3], im.rows[0].prefix_hashes[3]);
+  EXPECT_EQ(im.blocks[0], 4u);
+  bool noted = false;
+  for (const std::string& n : im.report->notes) noted = noted || n.find("1 user turns have no model reply") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(ImportersTest, GenericCsvWithColumnMappingAndEpochMilliseconds) {
+  ImportOptions options;
+  options.format = TraceFormat::kCsv;
+  options.columns = *ParseCsvColumns("time=ts_ms,input=prompt,output=completion,group=tenant,model=lora,structured=json");
+  Imported im = Import("generic.csv", options);
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  ASSERT_EQ(im.rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, 0.5);
+  EXPECT_EQ(im.rows[1].model, "sql-lora");
+  EXPECT_TRUE(im.rows[1].structured_output);
+  EXPECT_FALSE(im.rows[2].structured_output);
+  EXPECT_EQ(im.rows[2].prefix_group, "b");
+  ASSERT_TRUE(im.report->origin_unix_ns.has_value());
+  EXPECT_EQ(*im.report->origin_unix_ns, 1700000000000000000LL);
+}
+
+TEST(ImportersTest, GenericCsvNeedsMappingAndNamesMissingColumn) {
+  Imported detected = Import("generic.csv");
+  ASSERT_FALSE(detected.report.ok());
+  EXPECT_NE(detected.report.error().message.find("--columns"), std::string::npos);
+  ImportOptions options;
+  options.format = TraceFormat::kCsv;
+  options.columns = *ParseCsvColumns("time=when,input=prompt,output=completion");
+  Imported im = Import("generic.csv", options);
+  ASSERT_FALSE(im.report.ok());
+  EXPECT_EQ(im.report.error().message, Data("generic.csv") + ":1: no column \"when\" in the header");
+}
+
+TEST(ImportersTest, MixedEpochUnitsAreDetected) {
+  ImportOptions options;
+  options.format = TraceFormat::kCsv;
+  options.columns = *ParseCsvColumns("time=ts,input=in,output=out");
+  Imported im = Import("mixed_units.csv", options);
+  ASSERT_FALSE(im.report.ok());
+  EXPECT_EQ(im.report.error().message,
+            Data("mixed_units.csv") + ":4: timestamp \"1700000002000\" has a different unit or origin than the "
+                                      "first row's (\"1700000000\" at " + Data("mixed_units.csv") +
+                                      ":2, read as Unix epoch seconds)");
+}
+
+TEST(ImportersTest, NumbersMixedWithDateTimesAreDetected) {
+  ImportOptions options;
+  options.format = TraceFormat::kCsv;
+  options.skip_invalid = true;
+  options.columns = *ParseCsvColumns("time=ts,input=in,output=out");
+  Imported im = Import("mixed_kinds.csv", options);
+  ASSERT_TRUE(im.report.ok());
+  ASSERT_EQ(im.report->skipped.size(), 1u);
+  EXPECT_EQ(im.report->skipped[0].kind, "mixed time units");
+  EXPECT_NE(im.report->skipped[0].first_message.find("is a date-time but the first row's"), std::string::npos);
+}
+
+TEST(ImportersTest, UnsortedTimestampsAreCountedAndLoadTraceSorts) {
+  Imported im = Import("azure_unsorted.csv");
+  ASSERT_TRUE(im.report.ok());
+  EXPECT_EQ(im.report->rows_out_of_order, 1u);
+  EXPECT_EQ(im.report->first_out_of_order, Data("azure_unsorted.csv") + ":3");
+  EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, -3.5);
+  ImportReport report;
+  Result<Trace> trace = LoadTrace(Data("azure_unsorted.csv"), {}, &report);
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ(trace->requests.size(), 3u);
+  EXPECT_EQ(trace->requests[0].input_tokens, 20u);
+  EXPECT_DOUBLE_EQ(trace->requests[0].arrival_s, 0);
+  EXPECT_DOUBLE_EQ(trace->requests[1].arrival_s, 3.5);
+  EXPECT_DOUBLE_EQ(trace->requests[2].arrival_s, 5.5);
+  bool noted = false;
+  for (const std::string& n : report.notes) noted = noted || n.find("timestamps are not sorted") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(ImportersTest, FilesWithNoUsableRowsAreExplained) {
+  Imported header_only = Import("azure_header_only.csv");
+  ASSERT_FALSE(header_only.report.ok());
+  EXPECT_EQ(header_only.report.error().message, Data("azure_header_only.csv") + ": no usable rows (1 lines read)");
+  ImportOptions options;
+  options.skip_invalid = true;
+  Imported none = Import("azure_no_usable.csv", options);
+  ASSERT_FALSE(none.report.ok());
+  EXPECT_NE(none.report.error().message.find(": no usable rows (3 lines read, skipped 2 rows:"), std::string::npos)
+      << none.report.error().message;
+  Result<ImportReport> empty = ImportTraceBuffer("", "empty.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message, "empty.jsonl: no usable rows (the file is empty)");
+}
+
+TEST(ImportersTest, OpenAiLogBodiesUsageAndStructuredOutput) {
+  ImportOptions options;
+  options.skip_invalid = true;
+  Imported im = Import("openai_log.jsonl", options);
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kOpenAiLog);
+  ASSERT_EQ(im.rows.size(), 3u);
+  EXPECT_EQ(im.rows[0].input_tokens, 21u);
+  EXPECT_EQ(im.rows[0].output_tokens, 17u);
+  EXPECT_FALSE(im.rows[0].tokens_estimated);
+  EXPECT_TRUE(im.rows[0].structured_output);
+  EXPECT_EQ(im.rows[0].messages.size(), 2u);
+  EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, 0.75);
+  EXPECT_EQ(im.rows[1].input_tokens, 2u);  // "SELECT": ceil(6 / 4)
+  EXPECT_EQ(im.rows[1].output_tokens, 32u);
+  EXPECT_TRUE(im.rows[1].tokens_estimated);
+  EXPECT_EQ(im.rows[1].model, "sql-lora");
+  EXPECT_EQ(im.rows[2].session_id, "u7");
+  EXPECT_EQ(im.rows[2].priority, 2);
+  EXPECT_EQ(im.rows[2].output_tokens, 100u);
+  ASSERT_EQ(im.report->skipped.size(), 1u);
+  EXPECT_EQ(im.report->skipped[0].first_message,
+            Data("openai_log.jsonl") + ":4: no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
+}
+
+TEST(ImportersTest, CanonicalTraceFieldsAndRoundTrip) {
+  Imported im = Import("trace_small.jsonl");
+  ASSERT_TRUE(im.report.ok()) << im.report.error().message;
+  EXPECT_EQ(im.report->format, TraceFormat::kTrace);
+  EXPECT_EQ(im.report->block_tokens, 512u);
+  ASSERT_EQ(im.rows.size(), 3u);
+  const TraceRequest& r = im.rows[1];
+  EXPECT_DOUBLE_EQ(r.arrival_s, 2.5);
+  EXPECT_EQ(r.prefix_hashes, (std::vector<std::uint64_t>{11, 12, 14}));
+  EXPECT_EQ(r.prefix_group, "sys-a");
+  EXPECT_EQ(r.turn, 1u);
+  EXPECT_EQ(r.think_time_s, 1.5);
+  EXPECT_TRUE(r.structured_output);
+  EXPECT_EQ(r.model, "lora-x");
+  EXPECT_EQ(r.priority, -1);
+  EXPECT_EQ(im.rows[2].messages, (std::vector<ChatMessage>{{"user", "hi"}}));
+
+  Trace trace;
+  trace.source = "round trip";
+  trace.block_tokens = 512;
+  for (const TraceRequest& row : im.rows) trace.requests.push_back(row);
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "bakeoff_trace_round_trip.jsonl";
+  ASSERT_TRUE(WriteTraceJsonl(trace, out).ok());
+  std::vector<TraceRequest> again;
+  Result<ImportReport> reread = ImportTraceFile(out, {}, [&again](const TraceRequest& row, std::uint32_t) { again.push_back(row); });
+  std::filesystem::remove(out);
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  ASSERT_EQ(again.size(), im.rows.size());
+  for (std::size_t i = 0; i < again.size(); ++i) {
+    TraceRequest expected = im.rows[i];
+    expected.source_line = i + 2;  // after the header line
+    EXPECT_EQ(again[i], expected) << "row " << i;
+  }
+}
+
+TEST(ImportersTest, CanonicalRejectsHashesWithoutBlockSize) {
+  const std::string text = "{\"arrival_s\":0,\"input_tokens\":10,\"output_tokens\":1,\"prefix_hashes\":[1]}\n";
+  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "t.jsonl:1: field \"prefix_hashes\" needs \"block_tokens\" in the header line");
+}
+
+TEST(ImportersTest, DetectsEachFormatFromTheFirstLine) {
+  auto detect = [](std::string_view head) {
+    Result<TraceFormat> f = DetectTraceFormat(head, "x");
+    return f.ok() ? std::string(TraceFormatName(*f)) : f.error().message;
+  };
+  EXPECT_EQ(detect("TIMESTAMP,ContextTokens,GeneratedTokens\n"), "azure-csv");
+  EXPECT_EQ(detect("\xEF\xBB\xBFTimestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n"), "burstgpt-csv");
+  EXPECT_EQ(detect("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 2, \"hash_ids\": []}"), "mooncake");
+  EXPECT_EQ(detect("{\"format\":\"bakeoff-trace\",\"version\":1}\n"), "trace");
+  EXPECT_EQ(detect("\n\n[{\"id\": \"a\"}]"), "sharegpt");
+  EXPECT_EQ(detect("{\"timestamp\": 1, \"body\": {}}"), "openai-log");
+  EXPECT_EQ(detect("a,b,c\n"), "csv");
+  EXPECT_EQ(detect("{\"x\": 1}"), "x:1: cannot tell the JSON format from the first line; pass --format");
+}
+
+TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
+  std::string text = "TIMESTAMP,ContextTokens,GeneratedTokens\r\n";
+  text += "2023-11-16 18:15:46,1,2\r\n";
+  text += "2023-11-16 18:15:47+01:00,3,4";  // an hour earlier in UTC: out of order
+  std::vector<TraceRequest> rows;
+  Result<ImportReport> r = ImportTraceBuffer(text, "x.csv", {}, [&rows](const TraceRequest& row, std::uint32_t) { rows.push_back(row); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[1].arrival_s, -3599);
+  // A JSONL line longer than the 4 MiB read buffer.
+  std::string big = "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 2, \"hash_ids\": [";
+  while (big.size() < (5u << 20)) big += "1,";
+  big += "1]}\n";
+  std::size_t ids = 0;
+  Result<ImportReport> m = ImportTraceBuffer(big, "big.jsonl", {}, [&ids](const TraceRequest& row, std::uint32_t) { ids = row.prefix_hashes.size(); });
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_GT(ids, 2'000'000u);
+}
+
+TEST(ImportersTest, OptionParsers) {
+  EXPECT_FALSE(ParseTraceFormat("parquet").ok());
+  EXPECT_EQ(*ParseTraceFormat("burstgpt-csv"), TraceFormat::kBurstGptCsv);
+  EXPECT_EQ(*ParseTimeUnit("ms"), TimeUnit::kMillis);
+  EXPECT_FALSE(ParseTimeUnit("h").ok());
+  EXPECT_FALSE(ParseCsvColumns("time=a,input=b").ok());
+  EXPECT_FALSE(ParseCsvColumns("time=a,input=b,output=c,colour=d").ok());
+  EXPECT_EQ(ParseCsvColumns("time=a,input=b,output=c,session=d")->session, "d");
+}
+
+TEST(ImportersTest, TextBlockIdsCutEveryFourBytesPerToken) {
+  const std::string text(100, 'a');
+  const std::vector<std::uint64_t> ids = TextBlockIds(text, 4);  // 16-byte blocks: 6 full + 1 partial
+  ASSERT_EQ(ids.size(), 7u);
+  EXPECT_EQ(ids[0], ids[5]);
+  EXPECT_NE(ids[5], ids[6]);
+  EXPECT_EQ(EstimateTokens(0), 0u);
+  EXPECT_EQ(EstimateTokens(5), 2u);
+}
+
+}  // namespace
+}  // namespace bakeoff::workload
