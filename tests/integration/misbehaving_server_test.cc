@@ -3,6 +3,8 @@
 // record carrying the expected outcome, and nothing may outlive its deadline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "load/runner.h"
@@ -220,24 +222,41 @@ TEST(MisbehavingServerTest, LlamaCppErrorFieldIsStreamError) {
 
 TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  // TTFT 80 ms, then tokens 30 ms apart: the client's figures must match the script.
+  // The server waits 80 ms before the first token, then 30 ms between tokens. A busy machine can
+  // make the server itself late, so the client's figures are compared with the instants the
+  // server actually wrote each event (recorded by the server), and with the script as a floor.
   t::SseScriptOptions options;
   options.first_delay = 80ms;
   options.gap = 30ms;
   t::ScriptedServer server(t::SseScript(
       {ContentChunk("a"), ContentChunk("b"), ContentChunk("c"), ContentChunk("d"), kFinishChunk},
       options));
-  const RunOutput out = RunSteps(SpecFor(server.port(), 3));
+  constexpr std::size_t kRequests = 5;
+  const RunOutput out = RunSteps(SpecFor(server.port(), kRequests));
   const auto captured = server.requests();
-  ASSERT_EQ(captured.size(), 3u);
+  ASSERT_EQ(captured.size(), kRequests);
+  // Errors of the client's figures against the server's own instants. The median must be within
+  // 2 ms; single samples may suffer a descheduled thread on a busy machine, but not by much.
+  std::vector<double> ttft_errors;
+  std::vector<double> gap_errors;
   for (const RequestRecord& r : out.steps.front().records) {
     ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
     ASSERT_EQ(r.token_events.size(), 4u);
+    const t::CapturedRequest& seen = captured.at(r.id);  // one connection, requests in order
+    ASSERT_GE(seen.sent_at.size(), 5u);  // head, then one write per event
     const double ttft_ms = ToMillis(*r.first_token - *r.request_written);
-    EXPECT_NEAR(ttft_ms, 80, 2) << "request " << r.id;
+    EXPECT_GE(ttft_ms, 80 - 1) << "request " << r.id;
+    ttft_errors.push_back(std::abs(ttft_ms - ToMillis(seen.sent_at[1] - seen.received_at)));
     for (std::size_t i = 1; i < r.token_events.size(); ++i) {
-      EXPECT_NEAR(ToMillis(r.token_events[i].at - r.token_events[i - 1].at), 30, 2);
+      const double gap_ms = ToMillis(r.token_events[i].at - r.token_events[i - 1].at);
+      EXPECT_GE(gap_ms, 30 - 2) << "request " << r.id << " token " << i;
+      gap_errors.push_back(std::abs(gap_ms - ToMillis(seen.sent_at[i + 1] - seen.sent_at[i])));
     }
+  }
+  for (std::vector<double>* errors : {&ttft_errors, &gap_errors}) {
+    std::sort(errors->begin(), errors->end());
+    EXPECT_LT((*errors)[errors->size() / 2], 2.0) << "median error";
+    EXPECT_LT(errors->back(), 15.0) << "worst error";
   }
 }
 

@@ -238,6 +238,19 @@ TEST(FingerprintTest, JsonHasNoPromptTextAndUnknownArrivals) {
   EXPECT_TRUE(j["prefix_reuse"].is_null());
 }
 
+// Found by fuzz_trace_import: a skipped row quoted bytes that are not UTF-8 in a note, and the
+// JSON writer threw.
+TEST(FingerprintTest, JsonReplacesInvalidUtf8InNotes) {
+  ImportReport report = Report();
+  report.notes.push_back("t.csv:6: timestamp \"yesterd\xF1\xF1\" is not a date-time");
+  const Fingerprint f = ArrivalsOnly({0, 1});
+  Fingerprint with_note = f;
+  with_note.notes = report.notes;
+  std::string json;
+  EXPECT_NO_THROW(json = FingerprintJson(with_note));
+  EXPECT_NE(json.find("yesterd\xEF\xBF\xBD"), std::string::npos);  // U+FFFD
+}
+
 TEST(FingerprintTest, TableMentionsEveryHeadline) {
   const std::string table = FormatFingerprintTable(ArrivalsOnly({0, 1, 2, 30}));
   for (const char* s : {"duration", "mean rate", "inter-arrival CV", "input tokens", "output tokens", "prefix reuse",

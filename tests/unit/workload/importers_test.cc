@@ -343,6 +343,13 @@ TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
   EXPECT_GT(ids, 2'000'000u);
 }
 
+TEST(ImportersTest, CsvNamesMustBeUtf8) {
+  const std::string text = "Timestamp,Model,Request tokens,Response tokens\n1,GPT\xF1,10,2\n2,GPT-4,10,2\n";
+  Result<ImportReport> r = ImportTraceBuffer(text, "b.csv", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "b.csv:2: name \"GPT\xF1\" is not UTF-8");
+}
+
 TEST(ImportersTest, OptionParsers) {
   EXPECT_FALSE(ParseTraceFormat("parquet").ok());
   EXPECT_EQ(*ParseTraceFormat("burstgpt-csv"), TraceFormat::kBurstGptCsv);
