@@ -1,0 +1,75 @@
+// Keeps the layering of docs/ARCHITECTURE.md honest at the include level: a layer includes only
+// headers of the layers it may use, Asio/Beast stay inside the .cc files that need them, and JSON
+// document libraries stay out of the hot-path layers. (CMake link dependencies catch calls; this
+// catches header-only leaks.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+namespace bakeoff {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::map<std::string, std::set<std::string>> kAllowed = {
+    {"core", {"core"}},
+    {"stats", {"core", "stats"}},
+    {"net", {"core", "net"}},
+    {"dialect", {"core", "net", "dialect"}},
+    {"workload", {"core", "stats", "workload"}},
+    {"measure", {"core", "stats", "measure"}},
+    {"load", {"core", "stats", "net", "dialect", "workload", "measure", "load"}},
+    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze"}},
+    {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
+    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze", "emulate", "cli"}},
+};
+
+// Files allowed to include Boost (Asio/Beast): they are the only slow translation units.
+const std::set<std::string> kBoostFiles = {"net/event_loop.cc", "net/http_client.cc",
+                                           "emulate/server.cc"};
+// Layers without JSON documents (nlohmann): the hot path and the foundations.
+const std::set<std::string> kNoJsonDocuments = {"core", "stats", "net", "measure", "load"};
+
+TEST(LayeringTest, IncludesRespectTheLayers) {
+  const fs::path src = fs::path(BAKEOFF_SOURCE_DIR) / "src";
+  ASSERT_TRUE(fs::exists(src)) << src;
+  const std::regex project_include(R"re(^\s*#\s*include\s+"([a-z_]+)/[^"]+")re");
+  const std::regex boost_include(R"re(^\s*#\s*include\s+<boost/)re");
+  const std::regex json_include(R"re(^\s*#\s*include\s+<nlohmann/)re");
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(src)) {
+    const fs::path path = entry.path();
+    if (path.extension() != ".h" && path.extension() != ".cc") continue;
+    const std::string layer = path.parent_path().filename().string();
+    const std::string relative = layer + "/" + path.filename().string();
+    ASSERT_TRUE(kAllowed.count(layer)) << "unknown layer folder " << layer;
+    ++files;
+    std::ifstream in(path);
+    int line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      std::smatch match;
+      if (std::regex_search(line, match, project_include)) {
+        EXPECT_TRUE(kAllowed.at(layer).count(match[1].str()))
+            << relative << ":" << line_number << ": " << layer << " may not include " << line;
+      }
+      if (std::regex_search(line, boost_include)) {
+        EXPECT_TRUE(kBoostFiles.count(relative))
+            << relative << ":" << line_number << ": Boost belongs behind net/ and the emulator's server";
+      }
+      if (std::regex_search(line, json_include)) {
+        EXPECT_FALSE(kNoJsonDocuments.count(layer))
+            << relative << ":" << line_number << ": no JSON document library in " << layer;
+      }
+    }
+  }
+  EXPECT_GT(files, 20);
+}
+
+}  // namespace
+}  // namespace bakeoff
