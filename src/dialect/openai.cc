@@ -516,11 +516,13 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
   return out;
 }
 
-struct OpenAiStreamDecoder::Impl {
+// One parser and padded buffer per thread, shared by every decoder on it. A load worker decodes
+// one payload at a time on its thread, and a parser keeps about 13 KiB, which kept per stream
+// would dominate the client's memory at 10,000 open streams (docs/BENCHMARKS.md).
+struct ParseScratch {
   dom::parser parser;
   std::unique_ptr<char[]> padded;  // copy of the payload + SIMDJSON_PADDING, grown as needed
   std::size_t padded_capacity = 0;
-  std::optional<std::uint64_t> last_completion_tokens;  // continuous usage, per stream
 
   char* PaddedBuffer(std::size_t size) {
     const std::size_t needed = size + simdjson::SIMDJSON_PADDING;
@@ -530,6 +532,15 @@ struct OpenAiStreamDecoder::Impl {
     }
     return padded.get();
   }
+};
+
+ParseScratch& ThreadParseScratch() {
+  thread_local ParseScratch scratch;
+  return scratch;
+}
+
+struct OpenAiStreamDecoder::Impl {
+  std::optional<std::uint64_t> last_completion_tokens;  // continuous usage, per stream
 };
 
 OpenAiStreamDecoder::OpenAiStreamDecoder() : impl_(std::make_unique<Impl>()) {}
@@ -544,7 +555,8 @@ Result<StreamChunk> OpenAiStreamDecoder::Decode(std::string_view data) {
     return chunk;
   }
   dom::object root;
-  if (Reason reason = ParseObject(impl_->parser, data, impl_->PaddedBuffer(data.size()), root)) {
+  ParseScratch& scratch = ThreadParseScratch();
+  if (Reason reason = ParseObject(scratch.parser, data, scratch.PaddedBuffer(data.size()), root)) {
     return ProtocolError(reason, data);
   }
   BodyView body;

@@ -8,7 +8,8 @@
 // ../shared/reference/engine-interfaces.md section 10.3-10.4 for the engines' differences.
 // Does not own: SSE framing (net/sse.h) or timing (measure/).
 //
-// Thread-safety: an OpenAiStreamDecoder is used by one thread; encoding functions are pure.
+// Thread-safety: an OpenAiStreamDecoder is used by one thread; decoders on one thread share one
+// parser (see StreamChunk); encoding functions are pure.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +50,8 @@ struct Usage {
   bool operator==(const Usage&) const = default;
 };
 
-// What one SSE data payload said. Views point into the decoder and are valid until the next
-// Decode call. Only the choice with `index` 0 (or the first choice without an `index`) is read;
+// What one SSE data payload said. Views point into a parse buffer shared by every decoder on the
+// calling thread and are valid until the next Decode call on that thread. Only the choice with `index` 0 (or the first choice without an `index`) is read;
 // bakeoff never asks for n > 1, and other choices' text is ignored.
 struct StreamChunk {
   bool done = false;               // the payload was the literal [DONE]

@@ -1,5 +1,7 @@
 #include "measure/record.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "core/json_text.h"
@@ -29,6 +31,14 @@ void AppendInstant(std::string& out, const char* key, const std::optional<MonoTi
                    MonoTime t0) {
   if (!at) return;
   fmt::format_to(std::back_inserter(out), ",\"{}\":{}", key, (*at - t0).count());
+}
+
+// The token-event arrays can hold tens of thousands of integers: std::to_chars is several times
+// faster than fmt here (docs/BENCHMARKS.md, RecordToJsonLine).
+void AppendInteger(std::string& out, std::int64_t value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, result.ptr);
 }
 
 template <typename T>
@@ -78,14 +88,16 @@ std::string RecordToJsonLine(const RequestRecord& r, MonoTime t0) {
     bool plain = true;
     for (std::size_t i = 0; i < r.token_events.size(); ++i) {
       const TokenEvent& e = r.token_events[i];
-      fmt::format_to(it, "{}{}", i == 0 ? "" : ",", (e.at - base).count());
+      if (i > 0) out.push_back(',');
+      AppendInteger(out, (e.at - base).count());
       plain = plain && e.tokens == 1 && !e.reasoning && e.counted;
     }
     out.push_back(']');
     if (!plain) {
       out.append(",\"token_event_tokens\":[");
       for (std::size_t i = 0; i < r.token_events.size(); ++i) {
-        fmt::format_to(it, "{}{}", i == 0 ? "" : ",", r.token_events[i].tokens);
+        if (i > 0) out.push_back(',');
+        AppendInteger(out, r.token_events[i].tokens);
       }
       out.append("],\"token_event_flags\":\"");
       // One letter per event: a = answer, r = reasoning; upper case = token count estimated.
