@@ -187,6 +187,13 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
         "event-loop lag p99 " + std::to_string(a.loop_lag_ms.p99.value) + " ms > " +
         std::to_string(kGeneratorLimitedLoopLagP99Ms) + " ms");
   }
+  a.busiest_worker_cpu = step.busiest_worker_cpu;
+  if (a.busiest_worker_cpu > kGeneratorLimitedWorkerCpu) {
+    a.generator_limited = true;
+    a.generator_limited_reasons.push_back(
+        "busiest client thread used " + std::to_string(static_cast<int>(100 * a.busiest_worker_cpu)) +
+        "% of a core > " + std::to_string(static_cast<int>(100 * kGeneratorLimitedWorkerCpu)) + "%");
+  }
   return a;
 }
 
@@ -262,6 +269,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
   j["slo"] = {{"terms", slo}, {"attainment", a.slo_attainment}, {"goodput_per_s", a.goodput_per_s}};
   j["generator_limited"] = {{"limited", a.generator_limited},
                             {"reasons", a.generator_limited_reasons},
+                            {"busiest_worker_cpu", a.busiest_worker_cpu},
+                            {"worker_cpu_threshold", kGeneratorLimitedWorkerCpu},
                             {"send_lag_p99_threshold_ms", kGeneratorLimitedSendLagP99Ms},
                             {"event_loop_lag_p99_threshold_ms", kGeneratorLimitedLoopLagP99Ms}};
   j["conventions"] = {

@@ -28,6 +28,7 @@ namespace bakeoff::analyze {
 // Thresholds past which the client, not the server, may have shaped the numbers.
 inline constexpr double kGeneratorLimitedSendLagP99Ms = 5.0;
 inline constexpr double kGeneratorLimitedLoopLagP99Ms = 5.0;
+inline constexpr double kGeneratorLimitedWorkerCpu = 0.9;  // share of one core
 
 // One convention's view of the same requests (see docs/TERMINOLOGY.md "Other tools' names").
 struct ConventionFigures {
@@ -62,6 +63,7 @@ struct StepAnalysis {
   stats::Summary response_ms;     // response time: intended send -> end of stream
   stats::Summary send_lag_ms;     // over every measured request that was sent
   stats::Summary loop_lag_ms;
+  double busiest_worker_cpu = 0;  // share of one core used by the busiest client thread
   stats::Summary output_tokens;
   stats::Summary prompt_tokens;   // server-reported when available
 

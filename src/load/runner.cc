@@ -1,5 +1,7 @@
 #include "load/runner.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <memory>
 #include <thread>
@@ -18,6 +20,13 @@ using measure::RequestRecord;
 
 // How often each worker samples its own event-loop lag and looks at the stop flag.
 constexpr Nanos kTickPeriod = std::chrono::milliseconds(10);
+
+// CPU time the calling thread has used.
+Nanos ThreadCpuTime() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + Nanos(now.tv_nsec);
+}
 
 std::uint64_t MixSeed(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
   Rng rng(seed ^ (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL));
@@ -47,12 +56,20 @@ class Worker {
         client_(loop_, context.run->target.endpoint, context.run->target.client) {}
 
   void Run() {
+    const MonoTime wall_start = RealClock().Now();
+    const Nanos cpu_start = ThreadCpuTime();
     loop_.Post([this] { Start(); });
     loop_.Run();
+    const Nanos wall = RealClock().Now() - wall_start;
+    if (wall > Nanos(0)) {
+      cpu_share_ = static_cast<double>((ThreadCpuTime() - cpu_start).count()) /
+                   static_cast<double>(wall.count());
+    }
   }
 
   std::vector<RequestRecord>& records() { return records_; }
   std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
+  double cpu_share() const { return cpu_share_; }
   MonoTime last_send() const { return last_send_; }
 
  private:
@@ -203,6 +220,7 @@ class Worker {
   std::vector<Exchange*> idle_exchanges_;
   std::vector<RequestRecord> records_;
   std::vector<double> loop_lag_ms_;
+  double cpu_share_ = 0;
   std::optional<ScheduleCursor> cursor_;  // open loop only
   std::size_t in_flight_ = 0;
   MonoTime last_send_;
@@ -270,6 +288,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
       auto& lag = worker->loop_lag_ms();
       result.loop_lag_ms.insert(result.loop_lag_ms.end(), lag.begin(), lag.end());
       result.last_send = std::max(result.last_send, worker->last_send());
+      result.busiest_worker_cpu = std::max(result.busiest_worker_cpu, worker->cpu_share());
     }
     std::sort(result.records.begin(), result.records.end(),
               [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });

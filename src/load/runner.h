@@ -71,6 +71,7 @@ struct StepResult {
   MonoTime end;                     // all requests of the step finished
   std::vector<measure::RequestRecord> records;  // merged from the workers, in id order
   std::vector<double> loop_lag_ms;  // event-loop lag samples from every worker
+  double busiest_worker_cpu = 0;    // highest share of one core a worker thread used (0..1)
   std::uint64_t planned = 0;        // requests the plan held (open loop)
   bool interrupted = false;         // `stop` was set during this step
 };

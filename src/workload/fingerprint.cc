@@ -404,7 +404,8 @@ std::string FingerprintJson(const Fingerprint& f) {
   for (const ClassLabel& c : f.classification) labels.push_back({{"label", c.label}, {"because", c.because}});
   j["classification"] = std::move(labels);
   j["notes"] = f.notes;
-  return j.dump(2) + "\n";
+  // Notes quote source bytes, which need not be UTF-8: replace invalid sequences, never throw.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatFingerprintTable(const Fingerprint& f) {

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -111,7 +112,9 @@ std::optional<std::int64_t> ParseWallClock(std::string_view s) {
       !Digits(s, 17, 2, &second)) {
     return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  // Years outside 1900..2200 are rejected: nanoseconds since 1970 in 64 bits end in 2262.
+  if (year < 1900 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60) {
     return std::nullopt;
   }
   std::size_t pos = 19;
@@ -185,6 +188,8 @@ struct TimeValue {
   std::int64_t wall_ns = 0;  // when wall
   double number = 0;        // when !wall, in `unit`
   TimeUnit unit = TimeUnit::kAuto;
+  bool since_start = false;  // the format defines numbers as time since the trace's start: no
+                             // epoch guessing and no unit-change heuristics
   std::string_view text;    // for messages
 };
 
@@ -265,7 +270,8 @@ class Import {
         report_.origin_unix_ns = t.wall_ns;
       } else {
         unit_ = t.unit;
-        epoch_class_ = t.number >= kEpochThreshold ? EpochClass(t.number) : -1;
+        since_start_ = t.since_start;
+        epoch_class_ = !t.since_start && t.number >= kEpochThreshold ? EpochClass(t.number) : -1;
         if (unit_ == TimeUnit::kAuto) {
           unit_ = epoch_class_ < 0 ? TimeUnit::kSeconds : static_cast<TimeUnit>(epoch_class_ + 1);
           if (epoch_class_ >= 0) {
@@ -274,7 +280,7 @@ class Import {
           }
         }
         origin_seconds_ = t.number * UnitSeconds(unit_);
-        if (origin_seconds_ >= kEpochThreshold) {
+        if (!since_start_ && origin_seconds_ >= kEpochThreshold) {
           report_.origin_unix_ns = static_cast<std::int64_t>(origin_seconds_ * 1e9);
         }
       }
@@ -294,9 +300,9 @@ class Import {
       arrival = static_cast<double>(t.wall_ns - origin_ns_) * 1e-9;
     } else {
       const int cls = t.number >= kEpochThreshold ? EpochClass(t.number) : -1;
-      const bool epoch_mismatch = epoch_class_ >= 0 && cls != epoch_class_;
+      const bool epoch_mismatch = !since_start_ && epoch_class_ >= 0 && cls != epoch_class_;
       // A relative clock that suddenly jumps by 1000x into epoch range changed units or origin.
-      const bool jump = epoch_class_ < 0 && t.number >= 1e9 &&
+      const bool jump = !since_start_ && epoch_class_ < 0 && t.number >= 1e9 &&
                         t.number >= 1000 * std::max(previous_number_, 1.0);
       if (epoch_mismatch || jump) {
         return reject(Problem::kMixedUnits,
@@ -341,6 +347,7 @@ class Import {
   std::string origin_text_;
   TimeUnit unit_ = TimeUnit::kSeconds;
   int epoch_class_ = -1;
+  bool since_start_ = false;
   double previous_number_ = 0;
   double previous_arrival_ = 0;
 };
@@ -537,6 +544,7 @@ bool MooncakeRow(Import& im, JsonlState& st, std::string_view line, std::uint64_
     std::uint64_t v = 0;
     if (key == "timestamp") {
       problem = JsonTime(field.value, key, TimeUnit::kMillis, &t, &st.time_text);
+      t.since_start = true;
       if (!problem.empty() || t.wall) {
         if (problem.empty()) problem = "field \"timestamp\" must be milliseconds since the start";
         kind = Problem::kBadTimestamp;
@@ -607,6 +615,7 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
   r = TraceRequest{};
   TimeValue t;
   t.unit = TimeUnit::kSeconds;
+  t.since_start = true;
   bool have_time = false, have_in = false, have_out = false;
   std::string problem;
   Problem kind = Problem::kBadValue;
@@ -876,7 +885,9 @@ class CsvSplitter {
     s.clear();
     return s;
   }
-  std::vector<std::string> storage_;  // deque-like reuse; string_views into it stay valid per line
+  // A deque, not a vector: growing it must not move the strings earlier fields point into (short
+  // strings keep their bytes inline, so moving one moves its bytes).
+  std::deque<std::string> storage_;
   std::size_t storage_used_ = 0;
 };
 
@@ -1005,6 +1016,7 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
     }
     TimeValue t;
     t.unit = layout.unit;
+    t.since_start = layout.burstgpt;
     t.text = Trim(fields[static_cast<std::size_t>(layout.time)]);
     if (auto ns = ParseWallClock(t.text)) {
       t.wall = true;
@@ -1023,6 +1035,12 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
     r.model = optional_text(layout.model);
     r.session_id = optional_text(layout.session);
     r.prefix_group = optional_text(layout.group);
+    // Names are written to JSON later; bytes that are not UTF-8 would not survive that.
+    for (const std::optional<std::string>* name : {&r.model, &r.session_id, &r.prefix_group}) {
+      if (*name && !simdjson::validate_utf8((*name)->data(), (*name)->size())) {
+        return im.Reject(number, Problem::kBadValue, fmt::format("name {} is not UTF-8", Shown(**name)));
+      }
+    }
     if (layout.turn >= 0) {
       const std::string_view s = fields[static_cast<std::size_t>(layout.turn)];
       if (!Trim(s).empty()) {

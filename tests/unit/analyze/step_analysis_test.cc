@@ -136,3 +136,18 @@ TEST(StepAnalysisTest, JsonHasConventionsAndBounds) {
 
 }  // namespace
 }  // namespace bakeoff::analyze
+
+namespace bakeoff::analyze {
+namespace {
+
+TEST(StepAnalysisTest, SaturatedClientThreadMarksGeneratorLimited) {
+  load::StepResult step;
+  step.busiest_worker_cpu = 0.97;
+  const StepAnalysis a = AnalyzeStep(step, {});
+  EXPECT_TRUE(a.generator_limited);
+  ASSERT_EQ(a.generator_limited_reasons.size(), 1u);
+  EXPECT_NE(a.generator_limited_reasons[0].find("97%"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bakeoff::analyze

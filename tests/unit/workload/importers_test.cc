@@ -343,6 +343,53 @@ TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
   EXPECT_GT(ids, 2'000'000u);
 }
 
+// Found by fuzz_trace_import: year 4046 overflowed the nanosecond arithmetic.
+TEST(ImportersTest, DateTimesBeyondTheNanosecondRangeAreBadTimestamps) {
+  const std::string text = "TIMESTAMP,ContextTokens,GeneratedTokens\n4046-11-16 18:15:46.6805900,374,44\n";
+  Result<ImportReport> r = ImportTraceBuffer(text, "a.csv", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "a.csv:2: timestamp \"4046-11-16 18:15:46.6805900\" is not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff]) "
+            "or a number");
+}
+
+// Found by fuzz_trace_import: quoted fields pointed into strings that moved when the splitter's
+// storage grew.
+TEST(ImportersTest, ManyQuotedFieldsOnOneLine) {
+  std::string header = "\"ts\",\"in\",\"out\"";
+  std::string row = "\"1\",\"2\",\"3\"";
+  for (int i = 0; i < 40; ++i) {
+    header += ",\"x" + std::to_string(i) + "\"";
+    row += ",\"v\"\"" + std::to_string(i) + "\"";
+  }
+  ImportOptions options;
+  options.format = TraceFormat::kCsv;
+  options.columns = *ParseCsvColumns("time=ts,input=in,output=out,model=x39");
+  std::vector<TraceRequest> rows;
+  Result<ImportReport> r = ImportTraceBuffer(header + "\n" + row + "\n", "q.csv", options,
+                                             [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].input_tokens, 2u);
+  EXPECT_EQ(rows[0].model, "v\"39");
+}
+
+// Found by fuzz_trace_import: a canonical trace (seconds since the start by definition) whose
+// first row was at 1.9e8 s was read as Unix epoch seconds, and a later 0 as a change of units.
+TEST(ImportersTest, SinceStartFormatsDoNotGuessEpochUnits) {
+  const std::string text =
+      "{\"format\":\"bakeoff-trace\",\"version\":1}\n"
+      "{\"arrival_s\":189388802.5,\"input_tokens\":1,\"output_tokens\":1}\n"
+      "{\"arrival_s\":0,\"input_tokens\":1,\"output_tokens\":1}\n";
+  std::vector<TraceRequest> rows;
+  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[1].arrival_s, -189388802.5);
+  EXPECT_EQ(r->rows_out_of_order, 1u);
+  EXPECT_FALSE(r->origin_unix_ns.has_value());
+}
+
 TEST(ImportersTest, CsvNamesMustBeUtf8) {
   const std::string text = "Timestamp,Model,Request tokens,Response tokens\n1,GPT\xF1,10,2\n2,GPT-4,10,2\n";
   Result<ImportReport> r = ImportTraceBuffer(text, "b.csv", {}, [](const TraceRequest&, std::uint32_t) {});
