@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -105,6 +106,15 @@ void Calibrate(BenchConfig& config, BenchOutcome& outcome, nlohmann::json& calib
     return;
   }
   target.words_per_token = kCalibrationWords / static_cast<double>(sample.value());
+  const bool replay = std::any_of(config.run.steps.begin(), config.run.steps.end(),
+                                  [](const load::StepSpec& s) { return s.mode == load::LoopMode::kTrace; });
+  if (replay) {
+    // Each replayed request has its own length; the ratio is what makes them right.
+    outcome.notes.push_back(fmt::format("prompt lengths scaled by the server's {:.3f} words per token",
+                                        target.words_per_token));
+    calibration = {{"checked", true}, {"words_per_token", target.words_per_token}};
+    return;
+  }
   const std::uint32_t planned = config.run.shape.prompt_tokens;
   Result<std::uint64_t> achieved =
       CountTokens(target, prompts.Build(load::WordsForTokens(planned, target.words_per_token), 2));

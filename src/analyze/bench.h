@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "analyze/slo.h"
 #include "analyze/step_analysis.h"
 #include "load/runner.h"
+#include "workload/trace.h"
 
 namespace bakeoff::analyze {
 
@@ -30,6 +32,7 @@ struct BenchConfig {
   std::filesystem::path out_dir;
   bool calibrate_prompt = true;  // use the server's /tokenize when it has one
   nlohmann::json flags;          // the full configuration as given, recorded in summary.json
+  std::shared_ptr<const workload::Trace> trace;  // kept alive for trace-replay steps
 };
 
 struct BenchOutcome {

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "analyze/bench.h"
+#include "workload/importers.h"
 #include "cli/cli.h"
 #include "cli/table.h"
 
@@ -55,6 +56,10 @@ struct BenchFlags {
   bool insecure = false;
   std::string ca_file;
   bool no_calibrate = false;
+  std::string trace;
+  std::string trace_format = "auto";
+  double time_scale = 1;
+  bool skip_invalid = false;
 };
 
 // Parses "250ms", "30s", "5min", "1h" or a bare number of seconds.
@@ -121,10 +126,13 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
     if (parsed.value() <= Nanos(0)) return usage("--duration: must be positive");
     duration = parsed.value();
   }
-  if (!duration && f.requests == 0) return usage("--duration or --requests: give at least one limit");
-  if (!f.rates.empty() && !f.concurrencies.empty()) {
-    return usage("--rate and --concurrency: choose one (open or closed loop)");
+  if (!duration && f.requests == 0 && f.trace.empty()) {
+    return usage("--duration or --requests: give at least one limit");
   }
+  if (!f.rates.empty() + !f.concurrencies.empty() + !f.trace.empty() > 1) {
+    return usage("--rate, --concurrency and --trace: choose one (open loop, closed loop or replay)");
+  }
+  if (!(f.time_scale > 0) || f.time_scale > 1e6) return usage("--time-scale: must be positive");
   Result<load::ArrivalProcess> arrival = load::ParseArrivalProcess(f.arrival);
   if (!arrival.ok()) return usage("--arrival: " + arrival.error().message);
   if (!(f.burstiness > 0)) return usage("--burstiness: must be positive");
@@ -143,8 +151,33 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
     step.label = fmt::format("rate={}/s", rate);
     config.run.steps.push_back(step);
   }
+  if (!f.trace.empty()) {
+    workload::ImportOptions import;
+    Result<workload::TraceFormat> format = workload::ParseTraceFormat(f.trace_format);
+    if (!format.ok()) return usage("--trace-format: " + format.error().message);
+    import.format = format.value();
+    import.skip_invalid = f.skip_invalid;
+    workload::ImportReport report;
+    Result<workload::Trace> trace = workload::LoadTrace(f.trace, import, &report);
+    if (!trace.ok()) return usage("--trace: " + trace.error().message);
+    if (!report.SkippedSummary().empty()) {
+      fmt::print(stderr, "bakeoff bench: --trace: {}\n", report.SkippedSummary());
+    }
+    if (!trace->arrivals_known) {
+      fmt::print(stderr, "bakeoff bench: --trace: the source has no arrival times; every request "
+                         "arrives at once (use --rate with its lengths via bakeoff synth)\n");
+    }
+    config.trace = std::make_shared<workload::Trace>(std::move(trace.value()));
+    load::StepSpec step;
+    step.mode = load::LoopMode::kTrace;
+    step.trace = config.trace.get();
+    step.time_scale = f.time_scale;
+    step.limits = limits;
+    step.label = fmt::format("trace x{}", f.time_scale);
+    config.run.steps.push_back(step);
+  }
   std::vector<std::uint32_t> concurrencies = f.concurrencies;
-  if (f.rates.empty() && concurrencies.empty()) concurrencies.push_back(1);
+  if (f.rates.empty() && concurrencies.empty() && f.trace.empty()) concurrencies.push_back(1);
   for (std::uint32_t c : concurrencies) {
     if (c == 0 || c > 100000) return usage(fmt::format("--concurrency: {} is not in [1, 100000]", c));
     load::StepSpec step;
@@ -173,7 +206,9 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
                   {"connect_timeout", f.connect_timeout}, {"first_byte_timeout", f.first_byte_timeout},
                   {"idle_timeout", f.idle_timeout}, {"request_timeout", f.request_timeout},
                   {"drain_timeout", f.drain_timeout}, {"insecure", f.insecure},
-                  {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate}};
+                  {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate},
+                  {"trace", f.trace}, {"trace_format", f.trace_format}, {"time_scale", f.time_scale},
+                  {"skip_invalid", f.skip_invalid}};
   return config;
 }
 
@@ -249,6 +284,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_flag("--insecure", flags->insecure, "Do not verify TLS certificates");
   c->add_option("--ca-file", flags->ca_file, "CA bundle for TLS verification");
   c->add_flag("--no-calibrate", flags->no_calibrate, "Do not check prompt lengths with the server's /tokenize");
+  c->add_option("--trace", flags->trace, "Replay a request trace: its arrivals, lengths, prefixes and sessions");
+  c->add_option("--trace-format", flags->trace_format, "Trace format (see bakeoff fingerprint --help)")->capture_default_str();
+  c->add_option("--time-scale", flags->time_scale, "Replay: multiply arrival and think times (0.1 = ten times faster)")->capture_default_str();
+  c->add_flag("--skip-invalid", flags->skip_invalid, "Replay: skip malformed trace rows (counted and reported)");
   c->callback([flags, exit_code] { *exit_code = RunBenchCommand(*flags); });
 }
 

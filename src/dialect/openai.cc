@@ -485,6 +485,13 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
       AppendJsonString(out, request.system);
       out.append("},");
     }
+    for (const auto& [role, content] : request.history) {
+      out.append("{\"role\":");
+      AppendJsonString(out, role);
+      out.append(",\"content\":");
+      AppendJsonString(out, content);
+      out.append("},");
+    }
     out.append("{\"role\":\"user\",\"content\":");
     AppendJsonString(out, request.prompt);
     out.append("}]");

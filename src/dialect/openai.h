@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/result.h"
 
@@ -30,6 +32,9 @@ struct GenerationRequest {
   std::string model;
   std::string prompt;  // completions: the prompt; chat: one user message
   std::string system;  // chat only: optional system message ("" = none)
+  // Chat only: earlier turns of a conversation, (role, content) in order, sent between the system
+  // message and `prompt` (the new user turn).
+  std::vector<std::pair<std::string, std::string>> history;
   std::uint32_t max_tokens = 128;
   bool stream = true;
   bool include_usage = true;       // stream_options.include_usage (only sent when stream)

@@ -34,8 +34,10 @@ Outcome OutcomeForTransport(net::TransportEnd end) {
 Exchange::Exchange(bool streaming, DoneCallback done)
     : streaming_(streaming), done_(std::move(done)) {}
 
-void Exchange::Begin(measure::RequestRecord record) {
+void Exchange::Begin(measure::RequestRecord record, bool keep_answer_text) {
   record_ = std::move(record);
+  keep_answer_text_ = keep_answer_text;
+  answer_text_.clear();
   sse_ = net::SseDecoder();
   decoder_.Reset();
   body_.clear();
@@ -93,6 +95,7 @@ Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
   }
   if (chunk.error && stream_error_.empty()) stream_error_ = *chunk.error;
   if (chunk.has_choices && !record_.first_chunk) record_.first_chunk = at;
+  if (keep_answer_text_) answer_text_.append(chunk.content);
   if (!chunk.content.empty() || !chunk.reasoning.empty()) {
     measure::TokenEvent token_event;
     token_event.at = at;
@@ -138,6 +141,7 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
     const dialect::CompletionResponse& r = response.value();
     record_.first_token = record_.last_token = at;
     if (!r.content.empty()) record_.first_answer_token = at;
+    if (keep_answer_text_) answer_text_ = r.content;
     record_.finish_reason = r.finish_reason;
     if (r.usage) {
       record_.usage_prompt_tokens = r.usage->prompt_tokens;

@@ -26,8 +26,11 @@ class Exchange final : public net::ResponseHandler {
   Exchange(bool streaming, DoneCallback done);
 
   // Prepares for a new request whose record fields (id, intended_send, ...) are already set.
-  void Begin(measure::RequestRecord record);
+  // With `keep_answer_text`, the generated answer text is collected (for session replay, where
+  // the next turn carries it in its history); otherwise text is only measured, never copied.
+  void Begin(measure::RequestRecord record, bool keep_answer_text = false);
   measure::RequestRecord& record() { return record_; }
+  const std::string& answer_text() const { return answer_text_; }
 
   void OnConnected(MonoTime at, bool reused) override;
   void OnRequestWritten(MonoTime at) override;
@@ -46,6 +49,8 @@ class Exchange final : public net::ResponseHandler {
   dialect::OpenAiStreamDecoder decoder_;
   std::vector<net::SseEvent> events_;  // reused scratch for one read's events
   std::string body_;                   // non-streaming body, or the start of an error body
+  bool keep_answer_text_ = false;
+  std::string answer_text_;
   bool success_status_ = false;
   bool saw_done_ = false;
   std::string stream_error_;

@@ -1,6 +1,9 @@
 #include "load/plan.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -58,6 +61,45 @@ std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const
       ++measured;
     }
     plan.push_back(PlannedSend{FromSeconds(at_s), warmup});
+  }
+  return plan;
+}
+
+TracePlan BuildTracePlan(const workload::Trace& trace, double time_scale, const StepLimits& limits) {
+  BAKEOFF_CHECK(time_scale > 0);
+  const auto& requests = trace.requests;
+  TracePlan plan;
+  plan.next_turn.assign(requests.size(), -1);
+  // Chain each session's turns in turn order (arrival order breaks ties and missing turn numbers).
+  std::map<std::string, std::vector<std::size_t>> sessions;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].session_id) sessions[*requests[i].session_id].push_back(i);
+  }
+  std::vector<bool> follow_up(requests.size(), false);
+  for (auto& [id, turns] : sessions) {
+    std::stable_sort(turns.begin(), turns.end(), [&](std::size_t a, std::size_t b) {
+      return requests[a].turn.value_or(0) < requests[b].turn.value_or(0);
+    });
+    for (std::size_t k = 1; k < turns.size(); ++k) {
+      plan.next_turn[turns[k - 1]] = static_cast<std::int64_t>(turns[k]);
+      follow_up[turns[k]] = true;
+    }
+  }
+  const double warmup_s = ToSeconds(limits.warmup);
+  const double end_s = limits.duration ? warmup_s + ToSeconds(*limits.duration) : INFINITY;
+  std::uint64_t measured = 0;
+  std::uint64_t index = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (follow_up[i]) continue;
+    const double at_s = requests[i].arrival_s * time_scale;
+    const bool warmup = at_s < warmup_s || index < limits.warmup_requests;
+    if (!warmup) {
+      if (at_s >= end_s) break;
+      if (limits.requests && measured >= *limits.requests) break;
+      ++measured;
+    }
+    plan.schedule.push_back(PlannedSend{FromSeconds(at_s), warmup, i});
+    ++index;
   }
   return plan;
 }

@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "workload/trace.h"
 
 namespace bakeoff::load {
 
@@ -44,12 +45,25 @@ struct StepLimits {
 struct PlannedSend {
   Nanos offset;         // intended send instant, from t0
   bool warmup = false;
+  std::size_t item = 0;  // trace replay: index of the trace request; otherwise unused
 };
 
 // Open-loop schedule for one step. REQUIRES: shape.rate_per_s > 0, burstiness > 0, and a limit
 // set in `limits`. The process is deterministic for `seed`.
 std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const StepLimits& limits,
                                                std::uint64_t seed);
+
+// Trace replay. Every request that opens a conversation (no session, or turn 0 / the first turn
+// seen of its session) is scheduled at its arrival time multiplied by `time_scale`; a later turn
+// is not scheduled by time at all: it is sent when the previous turn's answer has arrived plus its
+// think time (also scaled), so `next_turn[i]` names the trace index that follows request i in its
+// session (or -1). Limits apply to the scheduled openers by their scaled arrival.
+struct TracePlan {
+  std::vector<PlannedSend> schedule;
+  std::vector<std::int64_t> next_turn;
+};
+// REQUIRES: trace.requests sorted by arrival; time_scale > 0.
+TracePlan BuildTracePlan(const workload::Trace& trace, double time_scale, const StepLimits& limits);
 
 // Walks one worker's share of a schedule (entries first, first + stride, ...) in time order.
 // The worker asks which entries are due at the current instant; a late wake-up makes several

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "load/exchange.h"
 #include "load/prompt_text.h"
+#include "load/trace_prompt.h"
 #include "net/event_loop.h"
 
 namespace bakeoff::load {
@@ -39,14 +41,18 @@ struct StepContext {
   const StepSpec* step = nullptr;
   std::uint32_t step_index = 0;
   MonoTime t0;
-  const std::vector<PlannedSend>* schedule = nullptr;  // open loop only
+  const std::vector<PlannedSend>* schedule = nullptr;  // open loop and trace replay
+  const TracePlan* trace_plan = nullptr;               // trace replay only
   RecordSink* sink = nullptr;
   const std::atomic<bool>* stop = nullptr;
   Progress* progress = nullptr;
   const PromptText* prompts = nullptr;
   std::atomic<std::uint64_t> closed_loop_next_id{0};  // closed loop: ids handed out so far
   std::atomic<std::uint64_t> closed_loop_measured{0};
+  std::atomic<std::uint64_t> session_turns_skipped{0};
 };
+
+using History = std::vector<std::pair<std::string, std::string>>;
 
 // One thread, one event loop, one HTTP client; sends its share of the step's requests.
 class Worker {
@@ -73,12 +79,11 @@ class Worker {
   MonoTime last_send() const { return last_send_; }
 
  private:
+  bool trace_mode() const { return context_.step->mode == LoopMode::kTrace; }
+
   void Start() {
     ScheduleTick(context_.t0);
-    if (context_.step->mode == LoopMode::kOpen) {
-      cursor_.emplace(*context_.schedule, index_, count_);
-      ArmNextOpenLoopSend();
-    } else {
+    if (context_.step->mode == LoopMode::kClosed) {
       // This worker's share of the closed-loop concurrency.
       const std::uint32_t total = context_.step->concurrency;
       const std::uint32_t slots = total / count_ + (index_ < total % count_ ? 1 : 0);
@@ -86,13 +91,15 @@ class Worker {
         for (std::uint32_t s = 0; s < slots; ++s) SendClosedLoop();
         MaybeFinish();
       });
+    } else {
+      cursor_.emplace(*context_.schedule, index_, count_);
+      ArmNextScheduledSend();
     }
   }
 
-  // Open loop: one timer at a time, armed for this worker's next planned instant.
-  void ArmNextOpenLoopSend() {
+  // Open loop and trace replay: one timer at a time, armed for this worker's next planned instant.
+  void ArmNextScheduledSend() {
     if (cursor_->done()) {
-      sending_done_ = true;
       MaybeFinish();
       return;
     }
@@ -101,15 +108,21 @@ class Worker {
       const Nanos elapsed = RealClock().Now() - context_.t0;
       while (cursor_->NextIsDue(elapsed)) {
         const PlannedSend& planned = cursor_->next();
-        Send(cursor_->next_index(), context_.t0 + planned.offset, planned.warmup);
+        const MonoTime intended = context_.t0 + planned.offset;
+        if (trace_mode()) {
+          SendTraceRequest(planned.item, intended, planned.warmup, {});
+        } else {
+          Send(cursor_->next_index(), intended, planned.warmup, SyntheticRequest(cursor_->next_index()),
+               context_.run->shape.prompt_tokens);
+        }
         cursor_->Advance();
       }
-      ArmNextOpenLoopSend();
+      ArmNextScheduledSend();
     });
   }
 
   void SendClosedLoop() {
-    if (stopping_ || sending_done_) return;
+    if (stopping_ || closed_loop_done_) return;
     const StepLimits& limits = context_.step->limits;
     const MonoTime now = RealClock().Now();
     const bool warmup_by_time = now < context_.t0 + limits.warmup;
@@ -121,37 +134,76 @@ class Worker {
       const bool count_reached =
           limits.requests && context_.closed_loop_measured.fetch_add(1) >= *limits.requests;
       if (past_window || count_reached) {
-        sending_done_ = true;
+        closed_loop_done_ = true;
         return;
       }
     }
-    Send(id, now, warmup);
+    Send(id, now, warmup, SyntheticRequest(id), context_.run->shape.prompt_tokens);
   }
 
-  void Send(std::uint64_t id, MonoTime intended, bool warmup) {
+  // A request of the run's fixed shape with its own corpus text.
+  dialect::GenerationRequest SyntheticRequest(std::uint64_t id) const {
     const RunSpec& run = *context_.run;
+    dialect::GenerationRequest request = run.target.request;
+    request.prompt = context_.prompts->Build(WordsForTokens(run.shape.prompt_tokens, run.target.words_per_token),
+                                             MixSeed(run.seed, context_.step_index, id));
+    request.max_tokens = run.shape.output_tokens;
+    return request;
+  }
+
+  // Trace request `item`, with the real earlier turns of its session in `history`.
+  void SendTraceRequest(std::size_t item, MonoTime intended, bool warmup, History history) {
+    const RunSpec& run = *context_.run;
+    const workload::Trace& trace = *context_.step->trace;
+    const workload::TraceRequest& source = trace.requests[item];
+    TracePrompt text = BuildTracePrompt(*context_.prompts, source, trace.block_tokens,
+                                        run.target.words_per_token, MixSeed(run.seed, context_.step_index, item));
+    dialect::GenerationRequest request = run.target.request;
+    request.system = std::move(text.system);
+    request.history = std::move(text.history);
+    request.history.insert(request.history.begin(), std::make_move_iterator(history.begin()),
+                           std::make_move_iterator(history.end()));
+    if (request.api == dialect::Api::kCompletions) {
+      // No message structure: the conversation so far is one text.
+      std::string joined;
+      for (const auto& [role, content] : request.history) joined += content + "\n";
+      request.prompt = joined + text.prompt;
+      request.history.clear();
+    } else {
+      request.prompt = std::move(text.prompt);
+    }
+    request.max_tokens = std::max<std::uint32_t>(1, source.output_tokens);
+    if (request.min_tokens) request.min_tokens = request.max_tokens;
+    if (source.model) request.model = *source.model;
+    Send(item, intended, warmup, std::move(request), source.input_tokens);
+  }
+
+  void Send(std::uint64_t id, MonoTime intended, bool warmup, dialect::GenerationRequest request,
+            std::uint32_t prompt_tokens_planned) {
     RequestRecord record;
     record.id = id;
     record.step = context_.step_index;
     record.worker = index_;
     record.phase = warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure;
     record.intended_send = intended;
-    record.prompt_tokens_planned = run.shape.prompt_tokens;
-    record.max_tokens = run.shape.output_tokens;
-
-    dialect::GenerationRequest request = run.target.request;
-    const std::uint32_t words = WordsForTokens(run.shape.prompt_tokens, run.target.words_per_token);
-    request.prompt = context_.prompts->Build(words, MixSeed(run.seed, context_.step_index, id));
-    request.max_tokens = run.shape.output_tokens;
+    record.prompt_tokens_planned = prompt_tokens_planned;
+    record.max_tokens = request.max_tokens;
 
     net::HttpRequest http;
     http.path = dialect::ApiPath(request.api);
     http.body = dialect::EncodeRequestBody(request);
 
     Exchange* exchange = AcquireExchange();
+    // A session's next turn needs this answer's text and the conversation so far.
+    const bool continues_session = trace_mode() && context_.trace_plan->next_turn[id] >= 0;
+    if (continues_session) {
+      History conversation = std::move(request.history);
+      conversation.emplace_back("user", std::move(request.prompt));
+      conversations_[id] = std::move(conversation);
+    }
     record.send_start = RealClock().Now();
     last_send_ = *record.send_start;
-    exchange->Begin(std::move(record));
+    exchange->Begin(std::move(record), continues_session);
     ++in_flight_;
     context_.progress->sent.fetch_add(1, std::memory_order_relaxed);
     client_.Start(std::move(http), exchange);
@@ -175,6 +227,7 @@ class Worker {
     progress.finished.fetch_add(1, std::memory_order_relaxed);
     progress.tokens.fetch_add(record.OutputTokens(), std::memory_order_relaxed);
     if (record.outcome != Outcome::kOk) progress.failed.fetch_add(1, std::memory_order_relaxed);
+    if (trace_mode()) ContinueSession(record, exchange.answer_text());
     records_.push_back(std::move(record));
     idle_exchanges_.push_back(&exchange);
     --in_flight_;
@@ -185,16 +238,50 @@ class Worker {
     });
   }
 
+  // Sends the next turn of a finished request's session after its think time, carrying the real
+  // answer; a failed turn ends its session and the turns it would have led to are counted.
+  void ContinueSession(const RequestRecord& record, const std::string& answer) {
+    const std::int64_t next = context_.trace_plan->next_turn[record.id];
+    if (next < 0) return;
+    auto node = conversations_.extract(record.id);
+    if (record.outcome != Outcome::kOk || stopping_) {
+      std::uint64_t skipped = 0;
+      for (std::int64_t k = next; k >= 0; k = context_.trace_plan->next_turn[k]) ++skipped;
+      context_.session_turns_skipped.fetch_add(skipped);
+      return;
+    }
+    History history = node.empty() ? History{} : std::move(node.mapped());
+    history.emplace_back("assistant", answer);
+    const workload::TraceRequest& turn = context_.step->trace->requests[next];
+    const MonoTime at = RealClock().Now() +
+                        FromSeconds(turn.think_time_s.value_or(0) * context_.step->time_scale);
+    const bool warmup = record.phase == measure::Phase::kWarmup;
+    ++pending_turns_;
+    loop_.RunAt(at, [this, next, at, warmup, history = std::move(history)]() mutable {
+      --pending_turns_;
+      if (stopping_) {
+        MaybeFinish();
+        return;
+      }
+      SendTraceRequest(static_cast<std::size_t>(next), at, warmup, std::move(history));
+    });
+  }
+
+  bool SendingDone() const {
+    if (stopping_) return true;
+    if (context_.step->mode == LoopMode::kClosed) return closed_loop_done_;
+    return cursor_ && cursor_->done() && pending_turns_ == 0;
+  }
+
   void ScheduleTick(MonoTime at) {
     loop_.RunAt(at, [this, at] {
       const MonoTime now = RealClock().Now();
       loop_lag_ms_.push_back(ToMillis(now - at));
       if (context_.stop->load(std::memory_order_relaxed) && !stopping_) {
         stopping_ = true;
-        sending_done_ = true;
         client_.Shutdown();
       }
-      if (sending_done_ && in_flight_ > 0 && !drain_deadline_) {
+      if (SendingDone() && in_flight_ > 0 && !drain_deadline_) {
         drain_deadline_ = now + context_.run->drain_timeout;
       }
       if (drain_deadline_ && now >= *drain_deadline_ && in_flight_ > 0) client_.Shutdown();
@@ -205,7 +292,7 @@ class Worker {
   }
 
   void MaybeFinish() {
-    if (!finished_ && sending_done_ && in_flight_ == 0) {
+    if (!finished_ && SendingDone() && in_flight_ == 0) {
       finished_ = true;
       loop_.Stop();
     }
@@ -221,11 +308,13 @@ class Worker {
   std::vector<RequestRecord> records_;
   std::vector<double> loop_lag_ms_;
   double cpu_share_ = 0;
-  std::optional<ScheduleCursor> cursor_;  // open loop only
+  std::optional<ScheduleCursor> cursor_;  // open loop and trace replay
+  std::unordered_map<std::uint64_t, History> conversations_;  // by id of the turn in flight
   std::size_t in_flight_ = 0;
+  std::size_t pending_turns_ = 0;  // session turns waiting out their think time
   MonoTime last_send_;
   std::optional<MonoTime> drain_deadline_;
-  bool sending_done_ = false;
+  bool closed_loop_done_ = false;
   bool stopping_ = false;
   bool finished_ = false;
 };
@@ -240,8 +329,13 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
   for (std::size_t s = 0; s < spec.steps.size() && !stop.load(); ++s) {
     const StepSpec& step = spec.steps[s];
     std::vector<PlannedSend> schedule;
+    TracePlan trace_plan;
     if (step.mode == LoopMode::kOpen) {
       schedule = BuildOpenLoopSchedule(step.open, step.limits, MixSeed(spec.seed, s, 0));
+    } else if (step.mode == LoopMode::kTrace) {
+      BAKEOFF_CHECK(step.trace != nullptr) << "a trace step needs a trace";
+      trace_plan = BuildTracePlan(*step.trace, step.time_scale, step.limits);
+      schedule = trace_plan.schedule;
     }
     Progress progress;
     StepContext context;
@@ -249,6 +343,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     context.step = &step;
     context.step_index = static_cast<std::uint32_t>(s);
     context.schedule = &schedule;
+    context.trace_plan = &trace_plan;
     context.sink = &sink;
     context.stop = &stop;
     context.progress = &progress;
@@ -280,6 +375,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     result.end = RealClock().Now();
     result.planned = schedule.size();
     result.interrupted = stop.load();
+    result.session_turns_skipped = context.session_turns_skipped.load();
     result.last_send = context.t0;
     for (auto& worker : workers) {
       auto& records = worker->records();

@@ -1,7 +1,8 @@
 // load/runner.h
 //
 // Owns: running a load against one target: one or more steps (a rate or concurrency sweep), each
-// open- or closed-loop, on several worker threads with one event loop each. Every finished
+// open-loop, closed-loop or a trace replay (arrivals honoured, a session's next turn sent after
+// the previous answer plus its think time, with the real answer in its history), on several worker threads with one event loop each. Every finished
 // request is handed to a RecordSink at once (so raw records reach disk as they happen) and kept
 // by its worker; the workers' records are merged when the step ends.
 // Does not own: the schedule's arithmetic (load/plan.h), one exchange's decoding
@@ -22,6 +23,7 @@
 #include "load/plan.h"
 #include "measure/record.h"
 #include "net/http_client.h"
+#include "workload/trace.h"
 
 namespace bakeoff::load {
 
@@ -37,12 +39,15 @@ struct RequestShape {
   std::uint32_t output_tokens = 128;
 };
 
-enum class LoopMode { kOpen, kClosed };
+// kOpen: planned arrivals; kClosed: N in flight; kTrace: a trace's arrivals and sessions replayed.
+enum class LoopMode { kOpen, kClosed, kTrace };
 
 struct StepSpec {
   LoopMode mode = LoopMode::kOpen;
   OpenLoopShape open;             // used when mode == kOpen
   std::uint32_t concurrency = 1;  // used when mode == kClosed
+  const workload::Trace* trace = nullptr;  // used when mode == kTrace; outlives the run
+  double time_scale = 1;  // kTrace: arrival and think times are multiplied by this
   StepLimits limits;
   std::string label;              // "rate=5/s" or "concurrency=16"
 };
@@ -74,6 +79,7 @@ struct StepResult {
   double busiest_worker_cpu = 0;    // highest share of one core a worker thread used (0..1)
   std::uint64_t planned = 0;        // requests the plan held (open loop)
   bool interrupted = false;         // `stop` was set during this step
+  std::uint64_t session_turns_skipped = 0;  // trace replay: turns not sent after a failed turn
 };
 
 // Live counters for a progress display (read with relaxed loads from any thread).

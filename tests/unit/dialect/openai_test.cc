@@ -667,3 +667,25 @@ TEST(OpenAiErrorBodyTest, NotAnErrorShape) {
 
 }  // namespace
 }  // namespace bakeoff::dialect
+
+namespace bakeoff::dialect {
+namespace {
+
+TEST(OpenAiEncodeHistoryTest, EarlierTurnsComeBetweenSystemAndTheNewUserTurn) {
+  GenerationRequest request;
+  request.model = "m";
+  request.system = "be brief";
+  request.history = {{"user", "hi"}, {"assistant", "hello \"there\""}};
+  request.prompt = "and now?";
+  const auto j = nlohmann::json::parse(EncodeRequestBody(request));
+  ASSERT_EQ(j["messages"].size(), 4u);
+  EXPECT_EQ(j["messages"][0]["role"], "system");
+  EXPECT_EQ(j["messages"][1]["content"], "hi");
+  EXPECT_EQ(j["messages"][2]["role"], "assistant");
+  EXPECT_EQ(j["messages"][2]["content"], "hello \"there\"");
+  EXPECT_EQ(j["messages"][3]["role"], "user");
+  EXPECT_EQ(j["messages"][3]["content"], "and now?");
+}
+
+}  // namespace
+}  // namespace bakeoff::dialect

@@ -154,3 +154,52 @@ TEST(ScheduleCursorTest, ALateWakeUpReleasesTheBacklogWithTheirOwnInstants) {
 
 }  // namespace
 }  // namespace bakeoff::load
+
+namespace bakeoff::load {
+namespace {
+
+TEST(TracePlanTest, OpenersScheduledByScaledArrivalAndTurnsChained) {
+  workload::Trace trace;
+  auto add = [&](double at, std::optional<std::string> session, std::optional<std::uint32_t> turn) {
+    workload::TraceRequest r;
+    r.arrival_s = at;
+    r.input_tokens = 10;
+    r.output_tokens = 5;
+    r.session_id = session;
+    r.turn = turn;
+    trace.requests.push_back(r);
+  };
+  add(0.0, "s1", 0);       // 0
+  add(1.0, std::nullopt, std::nullopt);  // 1
+  add(2.0, "s1", 2);       // 2: third turn of s1
+  add(3.0, "s1", 1);       // 3: second turn of s1 (listed later)
+  add(4.0, "s2", 0);       // 4
+  StepLimits limits;
+  const TracePlan plan = BuildTracePlan(trace, 0.5, limits);
+  ASSERT_EQ(plan.schedule.size(), 3u);  // 0, 1, 4 open; 2 and 3 follow answers
+  EXPECT_EQ(plan.schedule[0].item, 0u);
+  EXPECT_EQ(plan.schedule[1].item, 1u);
+  EXPECT_EQ(plan.schedule[1].offset, std::chrono::milliseconds(500));
+  EXPECT_EQ(plan.schedule[2].item, 4u);
+  EXPECT_EQ(plan.schedule[2].offset, std::chrono::seconds(2));
+  EXPECT_EQ(plan.next_turn[0], 3);  // by turn number, not file order
+  EXPECT_EQ(plan.next_turn[3], 2);
+  EXPECT_EQ(plan.next_turn[2], -1);
+  EXPECT_EQ(plan.next_turn[1], -1);
+}
+
+TEST(TracePlanTest, DurationWindowAppliesToScaledArrivals) {
+  workload::Trace trace;
+  for (int i = 0; i < 100; ++i) {
+    workload::TraceRequest r;
+    r.arrival_s = i;
+    trace.requests.push_back(r);
+  }
+  StepLimits limits;
+  limits.duration = std::chrono::seconds(10);
+  EXPECT_EQ(BuildTracePlan(trace, 0.1, limits).schedule.size(), 100u);  // 100 s of trace in 10 s
+  EXPECT_EQ(BuildTracePlan(trace, 1.0, limits).schedule.size(), 10u);
+}
+
+}  // namespace
+}  // namespace bakeoff::load
