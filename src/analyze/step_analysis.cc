@@ -49,6 +49,7 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   a.label = step.spec.label;
   a.planned = step.planned;
   a.interrupted = step.interrupted;
+  a.session_turns_skipped = step.session_turns_skipped;
 
   std::vector<double> ttft, ttft_answer, itl_event, itl_token, tpot, e2e, response, send_lag;
   std::vector<double> output_tokens, prompt_tokens;
@@ -239,7 +240,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
                    {"warmup", a.warmup_requests},
                    {"measured", a.measured_requests},
                    {"outcomes", a.outcomes},
-                   {"error_examples", a.error_examples}};
+                   {"error_examples", a.error_examples},
+                   {"session_turns_skipped", a.session_turns_skipped}};
   j["duration_s"] = a.duration_s;
   j["throughput"] = {{"requests_per_s", a.request_rate_per_s},
                      {"offered_requests_per_s", a.offered_rate_per_s},

@@ -81,6 +81,7 @@ struct StepAnalysis {
   bool generator_limited = false;
   std::vector<std::string> generator_limited_reasons;
   bool interrupted = false;
+  std::uint64_t session_turns_skipped = 0;  // trace replay: turns not sent after a failed turn
 
   ConventionFigures vllm;
   ConventionFigures aiperf;

@@ -51,6 +51,10 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
       if (name != "ok") fmt::format_to(it, "{}: {} {}\n", s.label, count, name);
     }
     for (const std::string& example : s.error_examples) fmt::format_to(it, "  e.g. {}\n", example);
+    if (s.session_turns_skipped > 0) {
+      fmt::format_to(it, "{}: {} session turns not sent because an earlier turn failed\n", s.label,
+                     s.session_turns_skipped);
+    }
     if (s.generator_limited) {
       fmt::format_to(it, "{}: GENERATOR-LIMITED (the client may have shaped these numbers):", s.label);
       for (const std::string& reason : s.generator_limited_reasons) fmt::format_to(it, " {};", reason);
