@@ -13,6 +13,7 @@ int Main(int argc, char** argv) {
   AddBenchCommand(app, &exit_code);
   AddEmulateCommand(app, &exit_code);
   AddFingerprintCommand(app, &exit_code);
+  AddSynthCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

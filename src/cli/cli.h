@@ -24,5 +24,6 @@ int Main(int argc, char** argv);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddEmulateCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
+void AddSynthCommand(CLI::App& app, int* exit_code);
 
 }  // namespace bakeoff::cli

@@ -408,6 +408,171 @@ std::string FingerprintJson(const Fingerprint& f) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+// Reads fingerprint.json fields; every failure names the field's path.
+class JsonReader {
+ public:
+  struct Failure {
+    std::string message;
+  };
+  template <typename T>
+  static T Get(const nlohmann::json& j, const char* key, const std::string& where) {
+    const std::string path = where.empty() ? key : where + "." + key;
+    if (!j.is_object() || !j.contains(key)) throw Failure{path + ": missing"};
+    try {
+      return j.at(key).get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw Failure{path + ": wrong type"};
+    }
+  }
+  template <typename T>
+  static T GetOr(const nlohmann::json& j, const char* key, const std::string& where, T fallback) {
+    if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return fallback;
+    return Get<T>(j, key, where);
+  }
+  static stats::Summary Summary(const nlohmann::json& j, const std::string& where) {
+    stats::Summary s;
+    s.count = Get<std::size_t>(j, "count", where);
+    s.mean = Get<double>(j, "mean", where);
+    s.stddev = Get<double>(j, "stddev", where);
+    s.min = Get<double>(j, "min", where);
+    s.max = Get<double>(j, "max", where);
+    const std::pair<stats::QuantileEstimate*, std::pair<const char*, double>> qs[] = {
+        {&s.p50, {"p50", 0.5}}, {&s.p90, {"p90", 0.9}}, {&s.p95, {"p95", 0.95}},
+        {&s.p99, {"p99", 0.99}}, {&s.p999, {"p999", 0.999}}};
+    for (const auto& [q, name_q] : qs) {
+      q->q = name_q.second;
+      q->value = q->lower = q->upper = Get<double>(j, name_q.first, where);
+    }
+    return s;
+  }
+  static LengthDistribution Lengths(const nlohmann::json& j, const std::string& where) {
+    LengthDistribution d;
+    d.summary = Summary(j, where);
+    d.total = Get<std::uint64_t>(j, "total", where);
+    const nlohmann::json& hist = j.contains("log2_histogram") ? j.at("log2_histogram") : nlohmann::json::array();
+    if (!hist.is_array()) throw Failure{where + ".log2_histogram: wrong type"};
+    for (const nlohmann::json& b : hist) {
+      const std::uint64_t from = Get<std::uint64_t>(b, "from", where + ".log2_histogram[]");
+      const std::size_t bucket = from == 0 ? 0 : static_cast<std::size_t>(std::bit_width(from));
+      if (bucket > 64 || (from != 0 && from != (std::uint64_t{1} << (bucket - 1)))) {
+        throw Failure{where + ".log2_histogram[].from: not a power of two"};
+      }
+      if (d.log2_counts.size() <= bucket) d.log2_counts.resize(bucket + 1, 0);
+      d.log2_counts[bucket] = Get<std::uint64_t>(b, "count", where + ".log2_histogram[]");
+    }
+    return d;
+  }
+};
+
+std::optional<std::int64_t> ParseIsoTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return static_cast<std::int64_t>(timegm(&tm)) * 1'000'000'000;
+}
+
+}  // namespace
+
+Result<Fingerprint> ParseFingerprintJson(std::string_view text) {
+  using R = JsonReader;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("not valid JSON: {}", e.what()));
+  }
+  Fingerprint f;
+  try {
+    if (!j.is_object()) throw R::Failure{"top level: expected an object"};
+    const int version = R::Get<int>(j, "schema_version", "");
+    if (version != 1) throw R::Failure{fmt::format("schema_version: {} is not supported (1)", version)};
+    f.source = R::Get<std::string>(j, "source", "");
+    f.format = R::Get<std::string>(j, "format", "");
+    f.requests = R::Get<std::uint64_t>(j, "requests", "");
+    const nlohmann::json& a = j.contains("arrivals") ? j.at("arrivals") : nlohmann::json::object();
+    f.arrivals_known = R::GetOr<bool>(a, "known", "arrivals", true);
+    if (f.arrivals_known) {
+      if (a.contains("first_arrival_utc")) {
+        f.origin_unix_ns = ParseIsoTime(R::Get<std::string>(a, "first_arrival_utc", "arrivals"));
+        if (!f.origin_unix_ns) throw R::Failure{"arrivals.first_arrival_utc: not YYYY-MM-DDTHH:MM:SSZ"};
+      }
+      f.duration_s = R::Get<double>(a, "duration_s", "arrivals");
+      f.mean_rps = R::Get<double>(a, "mean_rps", "arrivals");
+      for (const nlohmann::json& w : R::GetOr<nlohmann::json>(a, "peak_rate", "arrivals", nlohmann::json::array())) {
+        f.rate_windows.push_back({R::Get<double>(w, "window_s", "arrivals.peak_rate[]"),
+                                  R::Get<double>(w, "peak_rps", "arrivals.peak_rate[]"),
+                                  R::Get<double>(w, "peak_to_mean", "arrivals.peak_rate[]")});
+      }
+      const nlohmann::json& b = R::Get<nlohmann::json>(a, "burstiness", "arrivals");
+      f.gap_s = R::Summary(R::Get<nlohmann::json>(b, "gap_s", "arrivals.burstiness"), "arrivals.burstiness.gap_s");
+      f.gap_cv = R::Get<double>(b, "gap_cv", "arrivals.burstiness");
+      if (b.contains("gamma_shape") && !b.at("gamma_shape").is_null()) {
+        f.gamma_shape = R::Get<double>(b, "gamma_shape", "arrivals.burstiness");
+      }
+      f.tied_share = R::GetOr<double>(b, "tied_gap_share", "arrivals.burstiness", 0);
+      f.first_percent_share = R::GetOr<double>(a, "first_percent_share", "arrivals", 0);
+      if (a.contains("diurnal") && !a.at("diurnal").is_null()) {
+        const nlohmann::json& d = a.at("diurnal");
+        f.hourly_basis = R::Get<std::string>(d, "basis", "arrivals.diurnal");
+        f.hourly = R::Get<std::array<std::uint64_t, 24>>(d, "requests_per_hour", "arrivals.diurnal");
+        if (d.contains("peak_to_trough") && !d.at("peak_to_trough").is_null()) {
+          f.hourly_peak_to_trough = R::Get<double>(d, "peak_to_trough", "arrivals.diurnal");
+        }
+      }
+    }
+    f.input = R::Lengths(R::Get<nlohmann::json>(j, "input_tokens", ""), "input_tokens");
+    f.output = R::Lengths(R::Get<nlohmann::json>(j, "output_tokens", ""), "output_tokens");
+    const nlohmann::json& l = R::Get<nlohmann::json>(j, "lengths", "");
+    f.output_input_ratio = R::Get<double>(l, "output_input_ratio", "lengths");
+    f.pearson = R::Get<double>(l, "pearson", "lengths");
+    f.pearson_log = R::Get<double>(l, "pearson_log", "lengths");
+    f.tokens_estimated = R::GetOr<std::uint64_t>(l, "estimated_requests", "lengths", 0);
+    if (j.contains("prefix_reuse") && !j.at("prefix_reuse").is_null()) {
+      const nlohmann::json& p = j.at("prefix_reuse");
+      f.block_tokens = R::Get<std::uint32_t>(p, "block_tokens", "prefix_reuse");
+      f.requests_with_blocks = R::Get<std::uint64_t>(p, "requests_with_blocks", "prefix_reuse");
+      f.distinct_blocks = R::Get<std::uint64_t>(p, "distinct_blocks", "prefix_reuse");
+      f.prompt_tokens = R::Get<std::uint64_t>(p, "prompt_tokens", "prefix_reuse");
+      f.served_tokens = R::Get<std::uint64_t>(p, "served_tokens", "prefix_reuse");
+      f.prefix_reuse = R::Get<double>(p, "share", "prefix_reuse");
+      f.prefix_from_text = R::GetOr<bool>(p, "ids_from_text", "prefix_reuse", false);
+    }
+    if (j.contains("sessions") && !j.at("sessions").is_null()) {
+      const nlohmann::json& s = j.at("sessions");
+      f.sessions = R::Get<std::uint64_t>(s, "sessions", "sessions");
+      f.requests_in_sessions = R::Get<std::uint64_t>(s, "requests", "sessions");
+      f.turns_per_session = R::Summary(R::Get<nlohmann::json>(s, "turns_per_session", "sessions"),
+                                       "sessions.turns_per_session");
+      if (s.contains("think_time_s")) {
+        f.think_time_s = R::Summary(s.at("think_time_s"), "sessions.think_time_s");
+        f.think_time_source = R::Get<std::string>(s, "think_time_source", "sessions");
+      }
+    }
+    if (j.contains("mix")) {
+      const nlohmann::json& m = j.at("mix");
+      f.structured_output = R::GetOr<std::uint64_t>(m, "structured_output_requests", "mix", 0);
+      for (const nlohmann::json& e : R::GetOr<nlohmann::json>(m, "models", "mix", nlohmann::json::array())) {
+        f.models.emplace_back(R::Get<std::string>(e, "name", "mix.models[]"),
+                              R::Get<std::uint64_t>(e, "requests", "mix.models[]"));
+      }
+      f.prefix_groups = R::GetOr<std::uint64_t>(m, "prefix_groups", "mix", 0);
+      f.requests_in_groups = R::GetOr<std::uint64_t>(m, "requests_in_prefix_groups", "mix", 0);
+    }
+    for (const nlohmann::json& c : R::GetOr<nlohmann::json>(j, "classification", "", nlohmann::json::array())) {
+      f.classification.push_back({R::Get<std::string>(c, "label", "classification[]"),
+                                  R::Get<std::string>(c, "because", "classification[]")});
+    }
+    f.notes = R::GetOr<std::vector<std::string>>(j, "notes", "", {});
+  } catch (const R::Failure& e) {
+    return MakeError(ErrorCode::kInvalidInput, "fingerprint.json: " + e.message);
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("fingerprint.json: {}", e.what()));
+  }
+  return f;
+}
+
 std::string FormatFingerprintTable(const Fingerprint& f) {
   std::string out;
   auto row = [&out](std::string_view name, const std::string& value) {

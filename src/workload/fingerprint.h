@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -150,6 +151,11 @@ Result<Fingerprint> FingerprintFile(const std::filesystem::path& path, const Imp
 
 // fingerprint.json (docs/workloads.md lists the fields), pretty-printed.
 std::string FingerprintJson(const Fingerprint& fingerprint);
+
+// Reads fingerprint.json back (for synthesis). Accepts what FingerprintJson writes, schema_version 1;
+// fields it does not know are ignored, absent optional ones left unset. Percentile confidence bounds
+// are not in the file and read back as the value itself. Errors are kInvalidInput and name the field.
+Result<Fingerprint> ParseFingerprintJson(std::string_view json);
 
 // The readable table `bakeoff fingerprint` prints.
 std::string FormatFingerprintTable(const Fingerprint& fingerprint);

@@ -1,0 +1,773 @@
+// workload/synthesis.cc
+//
+// Owns: the synthesis model of docs/workloads.md ("Synthesis"): a renewal process of events
+// (single requests or session starts) with Gamma gaps and a share of zero gaps; lengths drawn as
+// (input, output) pairs through a Gaussian copula on quantile functions rebuilt from the
+// fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
+// is fitted to the fingerprint's ideal prefix-cache share, plus session history. Also the YAML
+// shape parser and the time transforms.
+#include "workload/synthesis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/file.h"
+#include "core/rng.h"
+
+namespace bakeoff::workload {
+
+namespace {
+
+constexpr std::uint64_t kMaxRequests = 50'000'000;
+constexpr std::uint32_t kDefaultBlockTokens = 512;
+constexpr std::uint64_t kMaxDefaultGroups = 256;
+constexpr std::uint64_t kDefaultGroups = 16;
+constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the non-zero gaps
+
+Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
+
+double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// A quantile function through (probability, value) knots, linear in log(1 + value).
+class QuantileFunction {
+ public:
+  QuantileFunction() = default;
+  explicit QuantileFunction(std::vector<std::pair<double, double>> knots) : knots_(std::move(knots)) {
+    for (auto& [p, v] : knots_) v = std::log1p(std::max(0.0, v));
+  }
+  // A distribution from a fingerprint: its percentiles, with the histogram's bucket edges between.
+  static QuantileFunction FromLengths(const LengthDistribution& d) {
+    const stats::Summary& s = d.summary;
+    if (s.count == 0) return QuantileFunction({{0, 0}, {1, 0}});
+    std::vector<std::pair<double, double>> q = {{0, s.min},           {0.5, s.p50.value}, {0.9, s.p90.value},
+                                                {0.95, s.p95.value},  {0.99, s.p99.value}, {0.999, s.p999.value},
+                                                {1, s.max}};
+    for (std::size_t i = 1; i < q.size(); ++i) q[i].second = std::max(q[i].second, q[i - 1].second);
+    std::uint64_t n = 0;
+    for (const std::uint64_t c : d.log2_counts) n += c;
+    std::vector<std::pair<double, double>> knots = q;
+    std::uint64_t below = 0;
+    for (std::size_t b = 0; n > 0 && b + 1 < d.log2_counts.size(); ++b) {
+      below += d.log2_counts[b];
+      const double p = static_cast<double>(below) / static_cast<double>(n);
+      const double edge = static_cast<double>(std::uint64_t{1} << b) - 0.5;  // between buckets b and b+1
+      // Keep the edge only where it sits strictly between the percentile knots around it.
+      auto hi = std::upper_bound(q.begin(), q.end(), p, [](double x, const auto& k) { return x < k.first; });
+      if (hi == q.begin() || hi == q.end()) continue;
+      const auto lo = std::prev(hi);
+      if (p <= lo->first || p >= hi->first || edge < lo->second || edge > hi->second) continue;
+      knots.emplace_back(p, edge);
+    }
+    std::sort(knots.begin(), knots.end());
+    return QuantileFunction(std::move(knots));
+  }
+  static QuantileFunction FromShape(const LengthShape& s) {
+    switch (s.kind) {
+      case LengthShape::Kind::kFixed:
+        return QuantileFunction({{0, s.fixed}, {1, s.fixed}});
+      case LengthShape::Kind::kUniform: {
+        std::vector<std::pair<double, double>> k;
+        for (int i = 0; i <= 64; ++i) k.emplace_back(i / 64.0, s.min + (s.max - s.min) * i / 64.0);
+        return QuantileFunction(std::move(k));
+      }
+      case LengthShape::Kind::kLognormal: {
+        // log(value) ~ N(mu, sigma) with exp(mu) = median and the 99th percentile at p99.
+        const double mu = std::log(s.median), sigma = std::log(s.p99 / s.median) / 2.326348;
+        std::vector<std::pair<double, double>> k;
+        for (int i = 1; i < 400; ++i) {
+          const double z = -4.0 + 8.0 * i / 400.0;
+          k.emplace_back(NormalCdf(z), std::exp(mu + sigma * z));
+        }
+        k.insert(k.begin(), {0, std::exp(mu - 4 * sigma)});
+        k.emplace_back(1, std::exp(mu + 4 * sigma));
+        return QuantileFunction(std::move(k));
+      }
+    }
+    return {};
+  }
+  // log(1 + value) at probability u.
+  double LogAt(double u) const {
+    if (knots_.empty()) return 0;
+    if (u <= knots_.front().first) return knots_.front().second;
+    if (u >= knots_.back().first) return knots_.back().second;
+    auto hi = std::upper_bound(knots_.begin(), knots_.end(), u, [](double x, const auto& k) { return x < k.first; });
+    const auto lo = std::prev(hi);
+    const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
+    return lo->second + w * (hi->second - lo->second);
+  }
+  std::uint32_t At(double u) const {
+    const double v = std::expm1(LogAt(u));
+    return static_cast<std::uint32_t>(std::clamp(std::llround(v), 0LL, 4'000'000'000LL));
+  }
+
+ private:
+  std::vector<std::pair<double, double>> knots_;  // (p, log1p(value)), p ascending
+};
+
+// Correlated (input, output) pairs: a Gaussian copula whose correlation is tuned so that the
+// Pearson correlation of log(1 + length) comes out at the target.
+class LengthSampler {
+ public:
+  LengthSampler(QuantileFunction in, QuantileFunction out, double target_log_corr)
+      : in_(std::move(in)), out_(std::move(out)) {
+    rho_ = std::clamp(target_log_corr, -0.999, 0.999);
+    if (std::abs(target_log_corr) < 1e-9) return;
+    // Common random numbers: the same normals for every trial rho, from a fixed stream.
+    Rng rng(0x5eed'c0b1aULL);
+    std::vector<std::pair<double, double>> z(20'000);
+    for (auto& [a, b] : z) a = rng.Normal(), b = rng.Normal();
+    for (int iter = 0; iter < 6; ++iter) {
+      const double measured = LogCorrelation(z);
+      const double next = std::clamp(rho_ + (target_log_corr - measured), -0.999, 0.999);
+      if (std::abs(next - rho_) < 1e-4) break;
+      rho_ = next;
+    }
+  }
+  std::pair<std::uint32_t, std::uint32_t> Sample(Rng& rng) const {
+    const double a = rng.Normal(), b = rng.Normal();
+    const double z2 = rho_ * a + std::sqrt(1 - rho_ * rho_) * b;
+    return {in_.At(NormalCdf(a)), out_.At(NormalCdf(z2))};
+  }
+
+ private:
+  double LogCorrelation(const std::vector<std::pair<double, double>>& z) const {
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+    for (const auto& [a, b] : z) {
+      const double x = std::log1p(in_.At(NormalCdf(a)));
+      const double y = std::log1p(out_.At(NormalCdf(rho_ * a + std::sqrt(1 - rho_ * rho_) * b)));
+      sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+    }
+    const double n = static_cast<double>(z.size());
+    const double vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+    return vx > 0 && vy > 0 ? (sxy - sx * sy / n) / std::sqrt(vx * vy) : 0;
+  }
+  QuantileFunction in_, out_;
+  double rho_ = 0;
+};
+
+// Everything synthesis needs, from a fingerprint or a shape.
+struct Model {
+  std::string source;
+  bool arrivals_known = true;
+  double event_rate = 0;  // events (single requests or session starts) per second; 0: all at 0
+  double tied_share = 0;  // share of zero gaps between events
+  double gap_shape = 1;   // Gamma shape of the non-zero gaps; 0: constant gaps
+  std::optional<LengthSampler> lengths;
+  // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
+  // fixed (prefix_blocks) or fitted to `target_reuse`.
+  std::uint32_t block_tokens = 0;  // 0: no prefix ids
+  double prefix_share = 0;
+  std::optional<double> prefix_blocks;
+  std::optional<double> target_reuse;
+  std::uint64_t groups = 1;
+  bool name_groups = false;
+  // Sessions: an event is a session with probability session_prob.
+  double session_prob = 0;
+  double extra_turns_mean = 0;  // turns - 1, geometric
+  std::function<double(Rng&)> think_time;
+  double structured_share = 0;
+  std::vector<std::pair<std::string, double>> models;  // cumulative weights, last = 1
+};
+
+struct Draft {
+  double t = 0;
+  std::uint32_t in = 0, out = 0;
+  std::uint32_t session = 0;  // 1-based; 0: none
+  std::uint32_t turn = 0;
+  double think = 0;
+  std::int32_t group = -1;
+  double extra_u = 0;  // decides the fractional prefix block
+  bool structured = false;
+  std::int32_t model = -1;
+};
+
+// Which gaps are zero: in each run of kTieChunk gaps, exactly the tied share of them (carrying the
+// rounding to the next run) at random places, so the realized share, and with it the mean rate,
+// does not wander with the binomial noise of independent draws.
+class TieSchedule {
+ public:
+  static constexpr std::size_t kTieChunk = 1000;
+  explicit TieSchedule(double share) : share_(share) {}
+  bool Next(Rng& rng) {
+    if (share_ <= 0) return false;
+    if (next_ == chunk_.size()) Refill(rng);
+    return chunk_[next_++] != 0;
+  }
+
+ private:
+  void Refill(Rng& rng) {
+    const double want = share_ * kTieChunk + carry_;
+    const auto ties = static_cast<std::size_t>(std::floor(want));
+    carry_ = want - static_cast<double>(ties);
+    chunk_.assign(kTieChunk, 0);
+    std::fill(chunk_.begin(), chunk_.begin() + static_cast<std::ptrdiff_t>(std::min(ties, kTieChunk)), 1);
+    for (std::size_t i = kTieChunk - 1; i > 0; --i) std::swap(chunk_[i], chunk_[rng.Below(i + 1)]);
+    next_ = 0;
+  }
+  double share_;
+  double carry_ = 0;
+  std::vector<char> chunk_;  // 1: a zero gap
+  std::size_t next_ = 0;
+};
+
+double SampleGap(const Model& m, TieSchedule& ties, Rng& rng) {
+  if (m.event_rate <= 0) return 0;
+  if (ties.Next(rng)) return 0;
+  const double mean = 1 / (m.event_rate * (1 - m.tied_share));
+  if (m.gap_shape <= 0) return mean;
+  return rng.Gamma(m.gap_shape, mean / m.gap_shape);
+}
+
+std::uint32_t Blocks(std::uint32_t tokens, std::uint32_t block) { return (tokens + block - 1) / block; }
+
+// Served tokens of an ideal cache for a request of `in` tokens whose first `hist_blocks` blocks
+// repeat its session's previous turn and whose first `prefix_blocks` are its group's.
+double Served(std::uint32_t in, std::uint32_t hist_blocks, std::uint32_t prefix_blocks, std::uint32_t block) {
+  const double hist = std::min<double>(static_cast<double>(hist_blocks) * block, in);
+  const double pre = std::min<double>(static_cast<double>(prefix_blocks) * block, in);
+  return std::max(hist, pre);
+}
+
+std::uint32_t PrefixBlocksOf(const Draft& d, double x) {
+  const double whole = std::floor(x);
+  return static_cast<std::uint32_t>(whole) + (d.extra_u < x - whole ? 1u : 0u);
+}
+
+Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::optional<std::uint64_t> default_requests,
+                         std::optional<double> default_duration) {
+  if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
+  // With a window, the window bounds generation and the request count applies after it.
+  std::optional<std::uint64_t> count = options.window ? std::nullopt : options.requests;
+  std::optional<double> gen_end = options.duration_s;
+  if (options.window) gen_end = options.window->second / options.time_scale;
+  if (!count && !gen_end) {
+    count = default_requests;  // a window always sets gen_end, so this is the no-option case
+    if (!count) gen_end = default_duration;
+  }
+  if (!count && !gen_end) return Invalid("say how much to make: requests or a duration");
+  if (m.event_rate <= 0 && !count) {
+    return Invalid("the source has no arrival rate, so a duration or window cannot bound it: give a request count");
+  }
+  if (count && *count > kMaxRequests) return Invalid(fmt::format("requests: at most {}", kMaxRequests));
+  const std::uint64_t limit = count.value_or(0);  // 0: bounded by time only
+  if (gen_end && m.event_rate > 0 && *gen_end * m.event_rate > static_cast<double>(kMaxRequests)) {
+    return Invalid(fmt::format("duration x rate gives more than {} requests", kMaxRequests));
+  }
+
+  Rng master(options.seed);
+  Rng arrivals = master.Fork(), lengths = master.Fork(), sessions = master.Fork(), mix = master.Fork();
+  std::vector<Draft> drafts;
+  std::priority_queue<double, std::vector<double>, std::greater<>> pending;  // arrivals not yet settled
+  std::uint64_t settled = 0;
+  std::uint32_t next_session = 0;
+  double start = 0;
+  std::vector<Draft> turns;
+  TieSchedule ties(m.tied_share);
+  for (bool first = true;; first = false) {
+    if (!first) start += SampleGap(m, ties, arrivals);
+    if (gen_end && start >= *gen_end && !(m.event_rate <= 0)) break;
+    while (!pending.empty() && pending.top() <= start) pending.pop(), ++settled;
+    if (limit > 0 && settled >= limit) break;
+    if (limit > 0 && m.event_rate <= 0 && drafts.size() >= limit) break;
+    // One event: a single request or a session of several turns.
+    std::uint32_t n_turns = 1;
+    const bool session = m.session_prob > 0 && sessions.Uniform() < m.session_prob;
+    if (session && m.extra_turns_mean > 0) {
+      const double stop = 1 / (1 + m.extra_turns_mean);
+      n_turns += static_cast<std::uint32_t>(std::min(1e4, std::floor(std::log(1 - sessions.Uniform()) / std::log(1 - stop))));
+    }
+    turns.assign(n_turns, Draft{});
+    for (Draft& d : turns) std::tie(d.in, d.out) = m.lengths->Sample(lengths);
+    // A conversation's history grows: its turns take the sampled lengths in increasing input order.
+    std::stable_sort(turns.begin(), turns.end(), [](const Draft& a, const Draft& b) { return a.in < b.in; });
+    const std::int32_t group = m.block_tokens > 0 && m.prefix_share > 0 && mix.Uniform() < m.prefix_share
+                                   ? static_cast<std::int32_t>(mix.Below(m.groups))
+                                   : -1;
+    double t = start;
+    if (session) ++next_session;
+    for (std::uint32_t i = 0; i < n_turns; ++i) {
+      Draft& d = turns[i];
+      if (session) {
+        d.session = next_session;
+        d.turn = i;
+        if (i > 0) {
+          d.think = m.think_time(sessions);
+          if (m.event_rate > 0) t += d.think;
+        }
+      }
+      d.t = t;
+      d.group = group;
+      d.extra_u = mix.Uniform();
+      d.structured = m.structured_share > 0 && mix.Uniform() < m.structured_share;
+      if (!m.models.empty()) {
+        const double u = mix.Uniform();
+        std::size_t k = 0;
+        while (k + 1 < m.models.size() && u >= m.models[k].second) ++k;
+        d.model = static_cast<std::int32_t>(k);
+      }
+      pending.push(d.t);
+      drafts.push_back(d);
+    }
+  }
+  std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) { return a.t < b.t; });
+  if (gen_end && m.event_rate > 0) {
+    const double end = *gen_end;
+    drafts.erase(std::lower_bound(drafts.begin(), drafts.end(), end, [](const Draft& d, double e) { return d.t < e; }),
+                 drafts.end());
+  }
+  if (limit > 0 && drafts.size() > limit) drafts.resize(limit);
+  for (Draft& d : drafts) d.t *= options.time_scale, d.think *= options.time_scale;
+  if (options.window) {
+    const auto [ws, we] = *options.window;
+    std::vector<Draft> kept;
+    for (const Draft& d : drafts) {
+      if (d.t >= ws && d.t < we) kept.push_back(d), kept.back().t -= ws;
+    }
+    drafts = std::move(kept);
+    if (options.requests && drafts.size() > *options.requests) drafts.resize(*options.requests);
+  }
+
+  // Prefix ids, in final order: history blocks from the session's previous turn, group blocks.
+  Trace trace;
+  trace.source = m.source;
+  trace.arrivals_known = m.arrivals_known;
+  const std::uint32_t block = m.block_tokens;
+  std::vector<std::uint32_t> hist(drafts.size(), 0);
+  if (block > 0) {
+    std::unordered_map<std::uint32_t, std::uint32_t> prev_in;
+    for (std::size_t i = 0; i < drafts.size(); ++i) {
+      const Draft& d = drafts[i];
+      if (d.session == 0) continue;
+      auto it = prev_in.find(d.session);
+      if (it != prev_in.end()) hist[i] = std::min(it->second, d.in) / block;
+      prev_in[d.session] = d.in;
+    }
+  }
+  double x = m.prefix_blocks.value_or(0);
+  if (block > 0 && m.target_reuse) {
+    // Fit the group prefix length (in blocks, fractional through extra_u) to the target share.
+    double total = 0;
+    for (const Draft& d : drafts) total += d.in;
+    auto share = [&](double blocks) {
+      double served = 0;
+      for (std::size_t i = 0; i < drafts.size(); ++i) {
+        const Draft& d = drafts[i];
+        served += Served(d.in, hist[i], d.group >= 0 ? PrefixBlocksOf(d, blocks) : 0, block);
+      }
+      return total > 0 ? served / total : 0;
+    };
+    double lo = 0, hi = 1;
+    std::uint32_t max_in = 0;
+    for (const Draft& d : drafts) max_in = std::max(max_in, d.in);
+    hi = static_cast<double>(Blocks(max_in, block)) + 1;
+    if (share(lo) >= *m.target_reuse) {
+      x = 0;
+    } else {
+      for (int iter = 0; iter < 40; ++iter) {
+        const double mid = (lo + hi) / 2;
+        (share(mid) < *m.target_reuse ? lo : hi) = mid;
+      }
+      x = hi;
+    }
+  }
+  if (block > 0) trace.block_tokens = block;
+  Rng ids = master.Fork();
+  std::vector<std::vector<std::uint64_t>> group_ids(m.groups);
+  std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> prev_ids;
+  trace.requests.reserve(drafts.size());
+  for (std::size_t i = 0; i < drafts.size(); ++i) {
+    const Draft& d = drafts[i];
+    TraceRequest r;
+    r.arrival_s = d.t;
+    r.input_tokens = d.in;
+    r.output_tokens = d.out;
+    if (block > 0) {
+      const std::uint32_t n = Blocks(d.in, block);
+      std::vector<std::uint64_t>& h = r.prefix_hashes;
+      h.reserve(n);
+      if (hist[i] > 0) {
+        const std::vector<std::uint64_t>& p = prev_ids[d.session];
+        h.assign(p.begin(), p.begin() + std::min<std::size_t>({hist[i], p.size(), n}));
+      }
+      if (d.group >= 0) {
+        const std::uint32_t pre = std::min(n, PrefixBlocksOf(d, x));
+        std::vector<std::uint64_t>& g = group_ids[static_cast<std::size_t>(d.group)];
+        while (g.size() < pre) g.push_back(ids.Next());
+        while (h.size() < pre) h.push_back(g[h.size()]);
+      }
+      while (h.size() < n) h.push_back(ids.Next());
+      if (d.session != 0) prev_ids[d.session] = h;
+      if (d.group >= 0 && m.name_groups) r.prefix_group = fmt::format("prefix-{}", d.group);
+    }
+    if (d.session != 0) {
+      r.session_id = fmt::format("s{}", d.session);
+      r.turn = d.turn;
+      if (d.turn > 0) r.think_time_s = d.think;
+    }
+    r.structured_output = d.structured;
+    if (d.model >= 0) r.model = m.models[static_cast<std::size_t>(d.model)].first;
+    trace.requests.push_back(std::move(r));
+  }
+  if (trace.requests.empty()) trace.block_tokens = 0;
+  return trace;
+}
+
+// Sessions: the probability that an event is a session, given the share of requests in sessions
+// and the mean turns per session.
+double SessionProbability(double share, double turns_mean) {
+  if (share <= 0 || turns_mean <= 0) return 0;
+  if (share >= 1) return 1;
+  return share / (turns_mean * (1 - share) + share);
+}
+
+void NormalizeWeights(std::vector<std::pair<std::string, double>>& models) {
+  double total = 0;
+  for (const auto& [name, w] : models) total += w;
+  double running = 0;
+  for (auto& [name, w] : models) w = (running += w) / total;
+  if (!models.empty()) models.back().second = 1;
+}
+
+// --- YAML shape ---
+
+class ShapeReader {
+ public:
+  explicit ShapeReader(std::string file) : file_(std::move(file)) {}
+  Error Fail(const YAML::Node& node, const std::string& field, const std::string& what) const {
+    return Invalid(fmt::format("{}:{}: {}: {}", file_, node.Mark().line + 1, field, what));
+  }
+  Result<double> Number(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsScalar()) return Fail(node, field, "expected a number");
+    try {
+      const double v = node.as<double>();
+      if (!std::isfinite(v)) return Fail(node, field, "expected a finite number");
+      return v;
+    } catch (const YAML::Exception&) {
+      return Fail(node, field, fmt::format("expected a number, got '{}'", node.Scalar()));
+    }
+  }
+  Result<double> NumberIn(const YAML::Node& node, const std::string& field, double lo, double hi,
+                          bool lo_open = false) const {
+    Result<double> v = Number(node, field);
+    if (!v.ok()) return v;
+    if (*v < lo || *v > hi || (lo_open && *v == lo)) {
+      return Fail(node, field, fmt::format("{} is out of range {}{}, {}]", *v, lo_open ? "(" : "[", lo, hi));
+    }
+    return v;
+  }
+  Status KnownKeys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> keys) const {
+    if (!map.IsMap()) return Fail(map, where, "expected a mapping");
+    for (const auto& kv : map) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        std::string known;
+        for (const std::string_view k : keys) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
+        return Fail(kv.first, where.empty() ? key : where + "." + key, fmt::format("unknown field (known: {})", known));
+      }
+    }
+    return Ok{};
+  }
+  Result<LengthShape> Length(const YAML::Node& node, const std::string& field) const {
+    LengthShape s;
+    if (node.IsScalar()) {
+      Result<double> v = NumberIn(node, field, 0, 4e9);
+      if (!v.ok()) return v.error();
+      s.fixed = *v;
+      return s;
+    }
+    if (Status k = KnownKeys(node, field, {"distribution", "fixed", "median", "p99", "min", "max"}); !k.ok()) {
+      return k.error();
+    }
+    if (node["fixed"]) {
+      Result<double> v = NumberIn(node["fixed"], field + ".fixed", 0, 4e9);
+      if (!v.ok()) return v.error();
+      s.fixed = *v;
+      return s;
+    }
+    if (!node["distribution"]) return Fail(node, field, "needs 'fixed: N' or 'distribution: lognormal|uniform'");
+    const std::string dist = node["distribution"].Scalar();
+    if (dist == "lognormal") {
+      s.kind = LengthShape::Kind::kLognormal;
+      if (!node["median"] || !node["p99"]) return Fail(node, field, "lognormal needs median and p99");
+      Result<double> median = NumberIn(node["median"], field + ".median", 0, 4e9, true);
+      if (!median.ok()) return median.error();
+      Result<double> p99 = NumberIn(node["p99"], field + ".p99", *median, 4e9);
+      if (!p99.ok()) return p99.error();
+      s.median = *median;
+      s.p99 = *p99;
+    } else if (dist == "uniform") {
+      s.kind = LengthShape::Kind::kUniform;
+      if (!node["min"] || !node["max"]) return Fail(node, field, "uniform needs min and max");
+      Result<double> lo = NumberIn(node["min"], field + ".min", 0, 4e9);
+      if (!lo.ok()) return lo.error();
+      Result<double> hi = NumberIn(node["max"], field + ".max", *lo, 4e9);
+      if (!hi.ok()) return hi.error();
+      s.min = *lo;
+      s.max = *hi;
+    } else {
+      return Fail(node["distribution"], field + ".distribution",
+                  fmt::format("'{}' is not one of lognormal, uniform (or use fixed: N)", dist));
+    }
+    return s;
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+Status ValidateSynthesisOptions(const SynthesisOptions& o) {
+  if (o.requests && o.duration_s) return Invalid("give requests or a duration, not both");
+  if (o.requests && *o.requests == 0) return Invalid("requests: must be at least 1");
+  if (o.duration_s && !(*o.duration_s > 0 && std::isfinite(*o.duration_s))) return Invalid("duration: must be > 0");
+  if (!(o.rate_scale > 0 && std::isfinite(o.rate_scale))) return Invalid("rate scale: must be > 0");
+  if (!(o.time_scale > 0 && std::isfinite(o.time_scale))) return Invalid("time scale: must be > 0");
+  if (o.window && !(o.window->first >= 0 && o.window->second > o.window->first && std::isfinite(o.window->second))) {
+    return Invalid("window: needs 0 <= start < end");
+  }
+  if (o.window && o.duration_s) return Invalid("give a window or a duration, not both");
+  return Ok{};
+}
+
+Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::string& file_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    return Invalid(fmt::format("{}:{}: not valid YAML: {}", file_name, e.mark.line + 1, e.msg));
+  }
+  const ShapeReader r(file_name);
+  if (!root.IsMap()) return Invalid(fmt::format("{}:1: expected a mapping of shape fields", file_name));
+  if (Status k = r.KnownKeys(root, "",
+                             {"rate_per_s", "arrival", "burstiness", "duration_s", "requests", "input_tokens",
+                              "output_tokens", "correlation", "shared_prefix", "sessions", "structured_output_share",
+                              "models"});
+      !k.ok()) {
+    return k.error();
+  }
+  WorkloadShape s;
+  s.source = file_name;
+  auto number = [&](const char* key, double lo, double hi, double& out, bool lo_open = false) -> Status {
+    if (!root[key]) return Ok{};
+    Result<double> v = r.NumberIn(root[key], key, lo, hi, lo_open);
+    if (!v.ok()) return v.error();
+    out = *v;
+    return Ok{};
+  };
+  if (!root["rate_per_s"]) return Invalid(fmt::format("{}:1: rate_per_s: required", file_name));
+  if (Status st = number("rate_per_s", 0, 1e7, s.rate_per_s, true); !st.ok()) return st.error();
+  if (root["arrival"]) {
+    const std::string a = root["arrival"].Scalar();
+    if (a == "poisson") {
+      s.arrival = WorkloadShape::Arrival::kPoisson;
+    } else if (a == "gamma") {
+      s.arrival = WorkloadShape::Arrival::kGamma;
+    } else if (a == "constant") {
+      s.arrival = WorkloadShape::Arrival::kConstant;
+    } else {
+      return r.Fail(root["arrival"], "arrival", fmt::format("'{}' is not one of poisson, gamma, constant", a));
+    }
+  }
+  if (Status st = number("burstiness", 0, 1e6, s.burstiness, true); !st.ok()) return st.error();
+  if (root["burstiness"] && s.arrival != WorkloadShape::Arrival::kGamma) {
+    return r.Fail(root["burstiness"], "burstiness", "only applies to arrival: gamma");
+  }
+  if (root["duration_s"]) {
+    double d = 0;
+    if (Status st = number("duration_s", 0, 1e9, d, true); !st.ok()) return st.error();
+    s.duration_s = d;
+  }
+  if (root["requests"]) {
+    double n = 0;
+    if (Status st = number("requests", 1, static_cast<double>(kMaxRequests), n); !st.ok()) return st.error();
+    if (n != std::floor(n)) return r.Fail(root["requests"], "requests", "expected a whole number");
+    s.requests = static_cast<std::uint64_t>(n);
+  }
+  if (s.requests && s.duration_s) return r.Fail(root["requests"], "requests", "give requests or duration_s, not both");
+  for (const char* key : {"input_tokens", "output_tokens"}) {
+    if (!root[key]) return Invalid(fmt::format("{}:1: {}: required", file_name, key));
+    Result<LengthShape> l = r.Length(root[key], key);
+    if (!l.ok()) return l.error();
+    (std::string_view(key) == "input_tokens" ? s.input_tokens : s.output_tokens) = *l;
+  }
+  if (Status st = number("correlation", -1, 1, s.correlation); !st.ok()) return st.error();
+  if (Status st = number("structured_output_share", 0, 1, s.structured_share); !st.ok()) return st.error();
+  if (const YAML::Node p = root["shared_prefix"]) {
+    if (Status k = r.KnownKeys(p, "shared_prefix", {"tokens", "share", "groups", "block_tokens"}); !k.ok()) return k.error();
+    if (!p["tokens"]) return r.Fail(p, "shared_prefix.tokens", "required");
+    Result<double> tokens = r.NumberIn(p["tokens"], "shared_prefix.tokens", 0, 4e9);
+    if (!tokens.ok()) return tokens.error();
+    s.prefix_tokens = static_cast<std::uint32_t>(*tokens);
+    s.prefix_share = 1;
+    if (p["share"]) {
+      Result<double> share = r.NumberIn(p["share"], "shared_prefix.share", 0, 1);
+      if (!share.ok()) return share.error();
+      s.prefix_share = *share;
+    }
+    if (p["groups"]) {
+      Result<double> g = r.NumberIn(p["groups"], "shared_prefix.groups", 1, 1e6);
+      if (!g.ok()) return g.error();
+      s.prefix_groups = static_cast<std::uint32_t>(*g);
+    }
+    if (p["block_tokens"]) {
+      Result<double> b = r.NumberIn(p["block_tokens"], "shared_prefix.block_tokens", 1, 1e6);
+      if (!b.ok()) return b.error();
+      s.block_tokens = static_cast<std::uint32_t>(*b);
+    }
+  }
+  if (const YAML::Node p = root["sessions"]) {
+    if (Status k = r.KnownKeys(p, "sessions", {"turns_mean", "think_time_s"}); !k.ok()) return k.error();
+    if (!p["turns_mean"]) return r.Fail(p, "sessions.turns_mean", "required");
+    Result<double> turns = r.NumberIn(p["turns_mean"], "sessions.turns_mean", 1, 1e4);
+    if (!turns.ok()) return turns.error();
+    s.turns_mean = *turns;
+    if (p["think_time_s"]) {
+      Result<double> think = r.NumberIn(p["think_time_s"], "sessions.think_time_s", 0, 1e7);
+      if (!think.ok()) return think.error();
+      s.think_time_s = *think;
+    }
+  }
+  if (const YAML::Node m = root["models"]) {
+    if (!m.IsMap() || m.size() == 0) return r.Fail(m, "models", "expected a mapping of model name to weight");
+    for (const auto& kv : m) {
+      const std::string name = kv.first.Scalar();
+      Result<double> w = r.NumberIn(kv.second, "models." + name, 0, 1e9, true);
+      if (!w.ok()) return w.error();
+      s.models.emplace_back(name, *w);
+    }
+  }
+  return s;
+}
+
+Result<WorkloadShape> LoadWorkloadShape(const std::filesystem::path& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.error();
+  return ParseWorkloadShape(*text, path.string());
+}
+
+Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOptions& options) {
+  if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
+  Model m;
+  m.source = fmt::format("synthesized from the fingerprint of {} (seed {})", f.source, options.seed);
+  m.arrivals_known = f.arrivals_known;
+  m.lengths.emplace(QuantileFunction::FromLengths(f.input), QuantileFunction::FromLengths(f.output), f.pearson_log);
+  const double requests = static_cast<double>(std::max<std::uint64_t>(f.requests, 1));
+  const double session_share = static_cast<double>(f.requests_in_sessions) / requests;
+  const double turns_mean = f.sessions > 0 ? f.turns_per_session.mean : 0;
+  m.session_prob = SessionProbability(session_share, turns_mean);
+  m.extra_turns_mean = std::max(0.0, turns_mean - 1);
+  if (f.think_time_source.empty() || f.think_time_s.count == 0) {
+    m.think_time = [](Rng&) { return 0.0; };
+  } else {
+    const double p50 = f.think_time_s.p50.value, p90 = f.think_time_s.p90.value, mean = f.think_time_s.mean;
+    if (p50 > 0 && p90 > p50) {
+      const double mu = std::log(p50), sigma = std::log(p90 / p50) / 1.281552;
+      m.think_time = [mu, sigma](Rng& rng) { return std::exp(mu + sigma * rng.Normal()); };
+    } else {
+      m.think_time = [mean](Rng& rng) { return mean > 0 ? rng.Exponential(mean) : 0.0; };
+    }
+  }
+  const double requests_per_event = m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
+  if (f.arrivals_known && f.mean_rps > 0) {
+    m.event_rate = f.mean_rps * options.rate_scale / requests_per_event;
+    // Zero gaps with probability p and Gamma(k) gaps otherwise keep the gaps' mean and CV when
+    // the non-zero gaps have CV^2 = (1 + CV^2)(1 - p) - 1 (floored: ties may explain all of it).
+    m.tied_share = std::clamp(f.tied_share, 0.0, 0.999);
+    const double cv2 = std::max(kMinNonzeroGapCv2, (1 + f.gap_cv * f.gap_cv) * (1 - m.tied_share) - 1);
+    m.gap_shape = 1 / cv2;
+  }
+  if (f.prefix_reuse) {
+    m.block_tokens = f.block_tokens > 0 ? f.block_tokens : kDefaultBlockTokens;
+    m.prefix_share = 1;
+    m.target_reuse = *f.prefix_reuse;
+    m.groups = f.prefix_groups > 0 ? std::min(f.prefix_groups, kMaxDefaultGroups) : kDefaultGroups;
+    m.name_groups = f.prefix_groups > 0;
+    if (m.name_groups) m.prefix_share = static_cast<double>(f.requests_in_groups) / requests;
+  }
+  m.structured_share = static_cast<double>(f.structured_output) / requests;
+  for (const auto& [name, n] : f.models) m.models.emplace_back(name, static_cast<double>(n));
+  NormalizeWeights(m.models);
+  return Synthesize(m, options, f.requests > 0 ? std::optional<std::uint64_t>(f.requests) : std::nullopt, std::nullopt);
+}
+
+Result<Trace> SynthesizeFromShape(const WorkloadShape& s, const SynthesisOptions& options) {
+  if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
+  Model m;
+  m.source = fmt::format("synthesized from the shape {} (seed {})", s.source, options.seed);
+  m.lengths.emplace(QuantileFunction::FromShape(s.input_tokens), QuantileFunction::FromShape(s.output_tokens),
+                    s.correlation);
+  const double turns_mean = s.turns_mean >= 1 ? s.turns_mean : 0;
+  m.session_prob = turns_mean > 0 ? 1 : 0;
+  m.extra_turns_mean = std::max(0.0, turns_mean - 1);
+  const double think = s.think_time_s;
+  m.think_time = [think](Rng& rng) { return think > 0 ? rng.Exponential(think) : 0.0; };
+  m.event_rate = s.rate_per_s * options.rate_scale / std::max(1.0, turns_mean);
+  switch (s.arrival) {
+    case WorkloadShape::Arrival::kPoisson: m.gap_shape = 1; break;
+    case WorkloadShape::Arrival::kGamma: m.gap_shape = s.burstiness; break;
+    case WorkloadShape::Arrival::kConstant: m.gap_shape = 0; break;
+  }
+  if ((s.prefix_tokens > 0 && s.prefix_share > 0) || turns_mean > 0) {
+    m.block_tokens = s.block_tokens;
+    m.prefix_share = s.prefix_tokens > 0 ? s.prefix_share : 0;
+    // Only whole blocks of the shared prefix are reusable, as in an engine's paged KV cache.
+    m.prefix_blocks = static_cast<double>(s.prefix_tokens / s.block_tokens);
+    m.groups = s.prefix_groups;
+    m.name_groups = m.prefix_share > 0;
+  }
+  m.structured_share = s.structured_share;
+  m.models = s.models;
+  NormalizeWeights(m.models);
+  return Synthesize(m, options, s.requests, s.duration_s);
+}
+
+void ScaleRate(Trace& trace, double factor) {
+  for (TraceRequest& r : trace.requests) r.arrival_s /= factor;
+}
+
+void ScaleTime(Trace& trace, double factor) {
+  for (TraceRequest& r : trace.requests) {
+    r.arrival_s *= factor;
+    if (r.think_time_s) *r.think_time_s *= factor;
+  }
+}
+
+void ApplyWindow(Trace& trace, double start_s, double end_s) {
+  std::vector<TraceRequest> kept;
+  for (TraceRequest& r : trace.requests) {
+    if (r.arrival_s >= start_s && r.arrival_s < end_s) {
+      r.arrival_s -= start_s;
+      kept.push_back(std::move(r));
+    }
+  }
+  trace.requests = std::move(kept);
+}
+
+Status ApplyTimeOptions(Trace& trace, const SynthesisOptions& options) {
+  if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid;
+  if (options.duration_s) return Invalid("a duration does not apply to an existing trace: use a window");
+  if (options.rate_scale != 1) ScaleRate(trace, options.rate_scale);
+  if (options.time_scale != 1) ScaleTime(trace, options.time_scale);
+  if (options.window) ApplyWindow(trace, options.window->first, options.window->second);
+  if (options.requests && trace.requests.size() > *options.requests) trace.requests.resize(*options.requests);
+  return Ok{};
+}
+
+Fingerprint FingerprintTrace(const Trace& trace) {
+  FingerprintBuilder builder;
+  for (const TraceRequest& r : trace.requests) builder.Add(r, r.prefix_hashes.empty() ? 0 : trace.block_tokens);
+  ImportReport report;
+  report.source = trace.source;
+  report.format = TraceFormat::kTrace;
+  report.arrivals_known = trace.arrivals_known;
+  return builder.Finish(report);
+}
+
+}  // namespace bakeoff::workload

@@ -1,0 +1,370 @@
+// tests/unit/workload/synthesis_test.cc
+//
+// Owns: synthesis (workload/synthesis.h): a seed reproduces a trace byte for byte; the fingerprint
+// of a trace synthesized from a fingerprint matches its source within the tolerances stated in
+// docs/workloads.md ("Synthesis"), for a hand-made source and the two real traces (skipped when
+// ../shared is absent); rate scale, time scale and window; YAML shape errors name line and field;
+// fingerprint.json reads back to the same file.
+#include "workload/synthesis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/rng.h"
+#include <fmt/format.h>
+#include "workload/trace_jsonl.h"
+
+namespace bakeoff::workload {
+namespace {
+
+// The tolerances of docs/workloads.md, "Synthesis".
+constexpr double kRateTolerance = 0.05;      // relative
+constexpr double kGapCvTolerance = 0.10;     // relative
+constexpr double kTiedShareTolerance = 0.02; // absolute
+constexpr double kLengthTolerance = 0.10;    // relative, p50 and p90 of input and output
+constexpr double kPearsonLogTolerance = 0.1; // absolute
+constexpr double kPrefixReuseTolerance = 0.05;  // absolute
+constexpr double kMixTolerance = 0.03;       // absolute, shares of structured output and sessions
+
+std::filesystem::path SharedDir() {
+  if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
+  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() / "shared";
+}
+
+std::string Jsonl(const Trace& t) {
+  std::string out = FormatTraceHeader(t) + "\n";
+  for (const TraceRequest& r : t.requests) {
+    AppendTraceLine(out, r);
+    out += '\n';
+  }
+  return out;
+}
+
+double Rel(double got, double want) { return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want); }
+
+// Compares a synthesized trace's fingerprint with its source's and prints the errors.
+void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name) {
+  std::printf("[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%%  "
+              "out p50 %+.1f%% p90 %+.1f%%  pearson_log %.3f->%.3f",
+              name.c_str(), 100 * (syn.mean_rps / src.mean_rps - 1), src.gap_cv, syn.gap_cv,
+              100 * (syn.gap_cv / src.gap_cv - 1), src.tied_share, syn.tied_share,
+              100 * (syn.input.summary.p50.value / src.input.summary.p50.value - 1),
+              100 * (syn.input.summary.p90.value / src.input.summary.p90.value - 1),
+              100 * (syn.output.summary.p50.value / src.output.summary.p50.value - 1),
+              100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
+              syn.pearson_log);
+  if (src.prefix_reuse && syn.prefix_reuse) std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
+  std::printf("\n");
+  EXPECT_LE(Rel(syn.mean_rps, src.mean_rps), kRateTolerance) << name;
+  EXPECT_LE(Rel(syn.gap_cv, src.gap_cv), kGapCvTolerance) << name;
+  EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
+  EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance) << name;
+  EXPECT_LE(Rel(syn.input.summary.p90.value, src.input.summary.p90.value), kLengthTolerance) << name;
+  EXPECT_LE(Rel(syn.output.summary.p50.value, src.output.summary.p50.value), kLengthTolerance) << name;
+  EXPECT_LE(Rel(syn.output.summary.p90.value, src.output.summary.p90.value), kLengthTolerance) << name;
+  EXPECT_NEAR(syn.pearson_log, src.pearson_log, kPearsonLogTolerance) << name;
+  ASSERT_EQ(syn.prefix_reuse.has_value(), src.prefix_reuse.has_value()) << name;
+  if (src.prefix_reuse) {
+    EXPECT_NEAR(*syn.prefix_reuse, *src.prefix_reuse, kPrefixReuseTolerance) << name;
+  }
+  const auto share = [](std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  EXPECT_NEAR(share(syn.structured_output, syn.requests), share(src.structured_output, src.requests), kMixTolerance);
+  EXPECT_NEAR(share(syn.requests_in_sessions, syn.requests), share(src.requests_in_sessions, src.requests),
+              kMixTolerance);
+  if (src.sessions > 0) {
+    EXPECT_LE(Rel(syn.turns_per_session.mean, src.turns_per_session.mean), 0.15) << name;
+  }
+}
+
+// A hand-made source: bursty Gamma arrivals, correlated lognormal lengths, two system prompts,
+// some multi-turn sessions, a model mix and structured output.
+Trace HandMade() {
+  Rng rng(7);
+  Trace t;
+  t.source = "hand-made";
+  t.block_tokens = 16;
+  std::vector<std::uint64_t> sys[2];
+  for (auto& s : sys) {
+    for (int i = 0; i < 40; ++i) s.push_back(rng.Next());
+  }
+  double now = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    TraceRequest r;
+    now += rng.Gamma(0.4, 0.1 / 0.4);
+    r.arrival_s = now;
+    const double z = rng.Normal();
+    r.input_tokens = static_cast<std::uint32_t>(std::exp(6.5 + 0.8 * z));
+    r.output_tokens = static_cast<std::uint32_t>(std::exp(4.5 + 0.7 * (0.6 * z + 0.8 * rng.Normal())));
+    const std::uint32_t blocks = (r.input_tokens + 15) / 16;
+    const auto& s = sys[rng.Below(2)];
+    const std::uint32_t shared = rng.Uniform() < 0.7 ? std::min<std::uint32_t>(blocks, 40) : 0;
+    for (std::uint32_t b = 0; b < blocks; ++b) r.prefix_hashes.push_back(b < shared ? s[b] : rng.Next());
+    r.structured_output = rng.Uniform() < 0.2;
+    r.model = rng.Uniform() < 0.75 ? "base" : "lora-a";
+    t.requests.push_back(r);
+  }
+  return t;
+}
+
+TEST(SynthesisTest, SameSeedSameBytesOtherSeedDiffers) {
+  const Fingerprint f = FingerprintTrace(HandMade());
+  SynthesisOptions o;
+  o.seed = 11;
+  o.requests = 3000;
+  Result<Trace> a = SynthesizeFromFingerprint(f, o), b = SynthesizeFromFingerprint(f, o);
+  o.seed = 12;
+  Result<Trace> c = SynthesizeFromFingerprint(f, o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->requests.size(), 3000u);
+  EXPECT_EQ(Jsonl(*a), Jsonl(*b));
+  EXPECT_NE(Jsonl(*a), Jsonl(*c));
+  Result<WorkloadShape> shape = ParseWorkloadShape(
+      "rate_per_s: 4\ninput_tokens: {distribution: lognormal, median: 500, p99: 4000}\noutput_tokens: {fixed: 64}\n"
+      "sessions: {turns_mean: 3, think_time_s: 5}\nshared_prefix: {tokens: 1024, share: 0.5}\nrequests: 500\n",
+      "s.yaml");
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  o.seed = 3;
+  o.requests.reset();
+  Result<Trace> d = SynthesizeFromShape(*shape, o), e = SynthesizeFromShape(*shape, o);
+  ASSERT_TRUE(d.ok() && e.ok());
+  EXPECT_EQ(d->requests.size(), 500u);
+  EXPECT_EQ(Jsonl(*d), Jsonl(*e));
+}
+
+TEST(SynthesisTest, HandMadeSourceRoundTrip) {
+  const Fingerprint src = FingerprintTrace(HandMade());
+  ASSERT_TRUE(src.prefix_reuse.has_value());
+  SynthesisOptions o;
+  o.seed = 5;
+  Result<Trace> t = SynthesizeFromFingerprint(src, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->requests.size(), src.requests);
+  ExpectMatches(src, FingerprintTrace(*t), "hand-made");
+}
+
+TEST(SynthesisTest, SessionsRoundTrip) {
+  Rng rng(9);
+  Trace src;
+  double now = 0;
+  for (int s = 0; s < 3000; ++s) {
+    now += rng.Exponential(1.0);
+    const int turns = 1 + static_cast<int>(rng.Below(5));
+    double t = now;
+    for (int i = 0; i < turns; ++i) {
+      TraceRequest r;
+      if (i > 0) {
+        r.think_time_s = rng.Exponential(8);
+        t += *r.think_time_s;
+      }
+      r.arrival_s = t;
+      r.input_tokens = 200 + static_cast<std::uint32_t>(rng.Below(3000));
+      r.output_tokens = 50 + static_cast<std::uint32_t>(rng.Below(500));
+      r.session_id = fmt::format("c{}", s);
+      r.turn = static_cast<std::uint32_t>(i);
+      src.requests.push_back(r);
+    }
+  }
+  std::stable_sort(src.requests.begin(), src.requests.end(),
+                   [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
+  const Fingerprint f = FingerprintTrace(src);
+  SynthesisOptions o;
+  Result<Trace> t = SynthesizeFromFingerprint(f, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const Fingerprint g = FingerprintTrace(*t);
+  EXPECT_LE(Rel(g.mean_rps, f.mean_rps), kRateTolerance);
+  EXPECT_LE(Rel(g.turns_per_session.mean, f.turns_per_session.mean), 0.15);
+  EXPECT_LE(Rel(g.think_time_s.p50.value, f.think_time_s.p50.value), 0.15);
+  EXPECT_EQ(g.think_time_source, "trace");
+  // Turns of a session grow: each turn's prompt repeats the previous turn's whole blocks.
+  for (std::size_t i = 0; i < t->requests.size() && i < 200; ++i) {
+    const TraceRequest& r = t->requests[i];
+    if (r.turn && *r.turn > 0) {
+      EXPECT_TRUE(r.think_time_s.has_value());
+    }
+  }
+}
+
+TEST(SynthesisTest, AzureTraceRoundTrip) {
+  const std::filesystem::path path = SharedDir() / "data/traces/AzureLLMInferenceTrace_conv.csv";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  Result<Fingerprint> src = FingerprintFile(path, {});
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  // Through fingerprint.json, as `bakeoff synth --from-fingerprint` reads it.
+  Result<Fingerprint> read = ParseFingerprintJson(FingerprintJson(*src));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  SynthesisOptions o;
+  o.seed = 1;
+  Result<Trace> t = SynthesizeFromFingerprint(*read, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ExpectMatches(*src, FingerprintTrace(*t), "azure-conv");
+}
+
+TEST(SynthesisTest, MooncakeTraceRoundTrip) {
+  const std::filesystem::path path = SharedDir() / "data/traces/mooncake_conversation_trace.jsonl";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  Result<Fingerprint> src = FingerprintFile(path, {});
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  Result<Fingerprint> read = ParseFingerprintJson(FingerprintJson(*src));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  SynthesisOptions o;
+  o.seed = 1;
+  Result<Trace> t = SynthesizeFromFingerprint(*read, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->block_tokens, 512u);
+  ExpectMatches(*src, FingerprintTrace(*t), "mooncake");
+}
+
+TEST(SynthesisTest, RateScaleDoublesTheRate) {
+  const Fingerprint f = FingerprintTrace(HandMade());
+  SynthesisOptions o;
+  o.requests = 10'000;
+  Result<Trace> base = SynthesizeFromFingerprint(f, o);
+  o.rate_scale = 2;
+  Result<Trace> fast = SynthesizeFromFingerprint(f, o);
+  ASSERT_TRUE(base.ok() && fast.ok());
+  const double r1 = FingerprintTrace(*base).mean_rps, r2 = FingerprintTrace(*fast).mean_rps;
+  EXPECT_NEAR(r2 / r1, 2.0, 0.1);
+  EXPECT_NEAR(r2 / f.mean_rps, 2.0, 0.1);
+  // On an existing trace too.
+  Trace copy = *base;
+  ScaleRate(copy, 2);
+  EXPECT_NEAR(FingerprintTrace(copy).mean_rps, 2 * r1, 1e-9 * r1);
+}
+
+TEST(SynthesisTest, TimeScaleStretchesAndWindowKeepsItsArrivals) {
+  Result<WorkloadShape> shape = ParseWorkloadShape(
+      "rate_per_s: 10\narrival: constant\ninput_tokens: 100\noutput_tokens: 10\nduration_s: 100\n", "c.yaml");
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  SynthesisOptions o;
+  Result<Trace> t = SynthesizeFromShape(*shape, o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(static_cast<double>(t->requests.size()), 1000, 1);  // [0, 100) at 0.1 s, summed gaps
+  o.time_scale = 2;
+  Result<Trace> slow = SynthesizeFromShape(*shape, o);
+  ASSERT_TRUE(slow.ok());
+  EXPECT_NEAR(FingerprintTrace(*slow).mean_rps, 5.0, 0.05);
+  o.time_scale = 1;
+  o.window = {{20.0, 30.0}};
+  Result<Trace> w = SynthesizeFromShape(*shape, o);
+  ASSERT_TRUE(w.ok());
+  ASSERT_FALSE(w->requests.empty());
+  EXPECT_NEAR(static_cast<double>(w->requests.size()), 100, 1);
+  for (const TraceRequest& r : w->requests) {
+    EXPECT_GE(r.arrival_s, 0);
+    EXPECT_LT(r.arrival_s, 10);
+  }
+  EXPECT_NEAR(w->requests.front().arrival_s, 0, 0.1);
+  // The window on an existing trace keeps exactly the arrivals in [start, end), moved by start.
+  Trace copy = *t;
+  ApplyWindow(copy, 20, 30);
+  std::size_t expected = 0;
+  for (const TraceRequest& r : t->requests) expected += r.arrival_s >= 20 && r.arrival_s < 30;
+  EXPECT_EQ(copy.requests.size(), expected);
+  EXPECT_NEAR(copy.requests.front().arrival_s, 0, 1e-9);
+}
+
+TEST(SynthesisTest, ShapeLengthsAndPrefix) {
+  Result<WorkloadShape> shape = ParseWorkloadShape(
+      "rate_per_s: 20\narrival: gamma\nburstiness: 0.25\nrequests: 20000\n"
+      "input_tokens: {distribution: lognormal, median: 4000, p99: 16000}\n"
+      "output_tokens: {distribution: uniform, min: 10, max: 100}\n"
+      "shared_prefix: {tokens: 1024, share: 0.8, groups: 2}\nstructured_output_share: 0.25\n"
+      "models: {base: 3, lora: 1}\n",
+      "rag.yaml");
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  Result<Trace> t = SynthesizeFromShape(*shape, {});
+  ASSERT_TRUE(t.ok());
+  const Fingerprint f = FingerprintTrace(*t);
+  EXPECT_EQ(f.requests, 20000u);
+  EXPECT_NEAR(f.mean_rps, 20, 1);
+  EXPECT_NEAR(f.gap_cv, 2.0, 0.2);
+  EXPECT_NEAR(f.input.summary.p50.value, 4000, 200);
+  EXPECT_NEAR(f.input.summary.p99.value, 16000, 1600);
+  EXPECT_GE(f.output.summary.min, 10);
+  EXPECT_LE(f.output.summary.max, 100);
+  ASSERT_TRUE(f.prefix_reuse.has_value());
+  // 80% of requests reuse 1024 of their tokens (two whole 512-token blocks).
+  double expect_served = 0, total = 0;
+  for (const TraceRequest& r : t->requests) total += r.input_tokens;
+  expect_served = 0.8 * 1024 * static_cast<double>(t->requests.size());
+  EXPECT_NEAR(*f.prefix_reuse, expect_served / total, 0.01);
+  EXPECT_EQ(f.prefix_groups, 2u);
+  EXPECT_NEAR(static_cast<double>(f.structured_output) / 20000, 0.25, 0.02);
+  ASSERT_EQ(f.models.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(f.models[0].second) / 20000, 0.75, 0.02);
+}
+
+TEST(SynthesisTest, ShapeErrorsNameLineAndField) {
+  auto error = [](const std::string& yaml) {
+    Result<WorkloadShape> s = ParseWorkloadShape(yaml, "w.yaml");
+    return s.ok() ? std::string("ok") : s.error().message;
+  };
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 10\noutput_tokens: lots\n"),
+            "w.yaml:3: output_tokens: expected a number, got 'lots'");
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens:\n  distribution: lognormal\n  median: 100\n  p99: 50\n"
+                  "output_tokens: 1\n"),
+            "w.yaml:5: input_tokens.p99: 50 is out of range [100, 4000000000]");
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\narival: poisson\n").substr(0, 23),
+            "w.yaml:4: arival: unkno");
+  EXPECT_EQ(error("rate_per_s: 2\narrival: bursty\ninput_tokens: 1\noutput_tokens: 1\n"),
+            "w.yaml:2: arrival: 'bursty' is not one of poisson, gamma, constant");
+  EXPECT_EQ(error("rate_per_s: -1\ninput_tokens: 1\noutput_tokens: 1\n"),
+            "w.yaml:1: rate_per_s: -1 is out of range (0, 10000000]");
+  EXPECT_EQ(error("input_tokens: 1\noutput_tokens: 1\n"), "w.yaml:1: rate_per_s: required");
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\nsessions:\n  turns: 3\n").substr(0, 35),
+            "w.yaml:5: sessions.turns: unknown f");
+  EXPECT_EQ(error("rate_per_s: [1\n").substr(0, 22), "w.yaml:2: not valid YA");
+}
+
+TEST(SynthesisTest, ExampleShapesParseAndSynthesize) {
+  for (const char* name : {"chatbot.yaml", "rag.yaml"}) {
+    const std::filesystem::path path = std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/workloads" / name;
+    Result<WorkloadShape> shape = LoadWorkloadShape(path);
+    ASSERT_TRUE(shape.ok()) << shape.error().message;
+    SynthesisOptions o;
+    o.requests = 2000;
+    Result<Trace> t = SynthesizeFromShape(*shape, o);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_EQ(t->requests.size(), 2000u) << name;
+  }
+}
+
+TEST(SynthesisTest, OptionErrorsNameTheOption) {
+  const Fingerprint f = FingerprintTrace(HandMade());
+  SynthesisOptions o;
+  o.rate_scale = 0;
+  Result<Trace> t = SynthesizeFromFingerprint(f, o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message, "rate scale: must be > 0");
+  o.rate_scale = 1;
+  o.window = {{5.0, 5.0}};
+  t = SynthesizeFromFingerprint(f, o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message, "window: needs 0 <= start < end");
+}
+
+TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
+  Trace t = HandMade();
+  for (std::size_t i = 0; i < t.requests.size(); i += 3) {
+    t.requests[i].session_id = fmt::format("s{}", i % 50);
+    t.requests[i].prefix_group = "sys";
+  }
+  const std::string json = FingerprintJson(FingerprintTrace(t));
+  Result<Fingerprint> read = ParseFingerprintJson(json);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(FingerprintJson(*read), json);
+  Result<Fingerprint> bad = ParseFingerprintJson(R"({"schema_version": 1, "source": "x", "format": "y"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "fingerprint.json: requests: missing");
+  bad = ParseFingerprintJson("{");
+  EXPECT_FALSE(bad.ok());
+}
+
+}  // namespace
+}  // namespace bakeoff::workload
