@@ -24,6 +24,9 @@
 
 #include <simdjson.h>
 
+#include "core/check.h"
+#include "core/json_text.h"
+
 namespace bakeoff::dialect {
 namespace {
 
@@ -34,31 +37,6 @@ constexpr std::size_t kMaxErrorMessageBytes = 1024;  // engines may echo the who
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8 helpers
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are not one
-// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
-std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  const auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
-  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2)) return 0;
-    const unsigned char b1 = byte(i + 1);
-    if (b0 == 0xE0 && b1 < 0xA0) return 0;  // overlong
-    if (b0 == 0xED && b1 > 0x9F) return 0;  // surrogate
-    return 3;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    const unsigned char b1 = byte(i + 1);
-    if (b0 == 0xF0 && b1 < 0x90) return 0;  // overlong
-    if (b0 == 0xF4 && b1 > 0x8F) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
 
 // The longest prefix of `s` of at most `max_bytes` that does not end inside a UTF-8 sequence.
 std::string_view CutAtCharBoundary(std::string_view s, std::size_t max_bytes) {
@@ -111,107 +89,6 @@ std::string CapMessage(std::string_view message) {
 
 // ---------------------------------------------------------------------------------------------
 // Request encoding
-
-// Bytes that cannot appear raw inside a JSON string (RFC 8259 section 7).
-constexpr std::array<bool, 256> kNeedsEscape = [] {
-  std::array<bool, 256> table{};
-  for (int c = 0; c < 0x20; ++c) table[c] = true;
-  table['"'] = true;
-  table['\\'] = true;
-  return table;
-}();
-
-void AppendEscapedByte(std::string& out, unsigned char c) {
-  switch (c) {
-    case '"': out.append("\\\""); return;
-    case '\\': out.append("\\\\"); return;
-    case '\n': out.append("\\n"); return;
-    case '\r': out.append("\\r"); return;
-    case '\t': out.append("\\t"); return;
-    case '\b': out.append("\\b"); return;
-    case '\f': out.append("\\f"); return;
-    default: {
-      static constexpr char kHex[] = "0123456789abcdef";
-      const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-      out.append(u, sizeof u);
-    }
-  }
-}
-
-// A mask with the high bit set in each of the 8 bytes of `word` (little-endian) that is below
-// 0x20, '"' or '\\', using the classic SWAR "has zero byte" / "has byte less than n" tests. A
-// borrow can only mark bytes above a true hit, so the lowest set bit is always exact.
-constexpr std::uint64_t EscapeMask(std::uint64_t word) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ull;
-  const auto zero_bytes = [](std::uint64_t v) { return (v - kOnes) & ~v & kHighs; };
-  const std::uint64_t below_space = (word - kOnes * 0x20) & ~word & kHighs;
-  return below_space | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
-}
-
-// Appends `text` as a quoted JSON string. Valid UTF-8 (the usual case) is scanned 8 bytes at a
-// time and copied in runs, so a 300 KB prompt costs well under a millisecond. Invalid UTF-8, which
-// every server's JSON decoder would reject with a 400, is replaced byte by byte with U+FFFD so the
-// request stays well-formed.
-void AppendJsonString(std::string& out, std::string_view text) {
-  out.push_back('"');
-  const char* data = text.data();
-  const std::size_t size = text.size();
-  std::size_t run_start = 0;
-  std::size_t i = 0;
-  if (simdjson::validate_utf8(data, size)) {
-    while (i < size) {
-      if (i + 8 <= size) {
-        std::uint64_t word;
-        std::memcpy(&word, data + i, sizeof word);
-        if constexpr (std::endian::native == std::endian::little) {
-          const std::uint64_t mask = EscapeMask(word);
-          if (mask == 0) {
-            i += 8;
-            continue;
-          }
-          i += static_cast<std::size_t>(std::countr_zero(mask)) / 8;  // the first byte to escape
-        } else if (EscapeMask(word) == 0) {
-          i += 8;
-          continue;
-        }
-      }
-      const auto c = static_cast<unsigned char>(data[i]);
-      if (kNeedsEscape[c]) {
-        out.append(data + run_start, i - run_start);
-        AppendEscapedByte(out, c);
-        run_start = i + 1;
-      }
-      ++i;
-    }
-  } else {
-    while (i < size) {
-      const auto c = static_cast<unsigned char>(data[i]);
-      if (kNeedsEscape[c]) {
-        out.append(data + run_start, i - run_start);
-        AppendEscapedByte(out, c);
-        run_start = ++i;
-      } else if (c < 0x80) {
-        ++i;
-      } else if (const std::size_t n = Utf8SequenceLength(text, i); n != 0) {
-        i += n;
-      } else {
-        out.append(data + run_start, i - run_start);
-        out.append("\xEF\xBF\xBD");
-        run_start = ++i;
-      }
-    }
-  }
-  out.append(data + run_start, size - run_start);
-  out.push_back('"');
-}
-
-static_assert(EscapeMask(0x6867666564636261ull) == 0);             // "abcdefgh"
-static_assert(EscapeMask(0x68676665640a6261ull) >> 16 == 0x80);    // "ab\ndefgh": byte 2 first
-static_assert(EscapeMask(0x2267666564636261ull) == 0x80ull << 56);  // "abcdefg\""
-static_assert(EscapeMask(0x5c67666564636261ull) == 0x80ull << 56);  // "abcdefg\\"
-static_assert(EscapeMask(0xa4c3a4c3a4c3a4c3ull) == 0);             // UTF-8 "\u00e4" x4
-static_assert(EscapeMask(0x00ffffffffffffffull) == 0x80ull << 56);  // NUL after high bytes
 
 template <typename Int>
 void AppendInteger(std::string& out, Int value) {
