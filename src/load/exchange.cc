@@ -69,12 +69,13 @@ Status Exchange::OnBody(MonoTime at, std::string_view bytes) {
     body_.append(bytes);
     return Ok{};
   }
-  events_.clear();
-  Status fed = sse_.Feed(bytes, &events_);
-  for (const net::SseEvent& event : events_) {
-    Status handled = OnSseEvent(at, event);
-    if (!handled.ok()) return handled;
-  }
+  // Events are handled inside the framer's callback, in its reused buffer; the first one the
+  // decoder rejects stops the rest of this read.
+  Status handled = Ok{};
+  Status fed = sse_.FeedEach(bytes, [&](net::SseEvent& event) {
+    if (handled.ok()) handled = OnSseEvent(at, event);
+  });
+  if (!handled.ok()) return handled;
   return fed;
 }
 

@@ -47,7 +47,6 @@ class Exchange final : public net::ResponseHandler {
   measure::RequestRecord record_;
   net::SseDecoder sse_;
   dialect::OpenAiStreamDecoder decoder_;
-  std::vector<net::SseEvent> events_;  // reused scratch for one read's events
   std::string body_;                   // non-streaming body, or the start of an error body
   bool keep_answer_text_ = false;
   std::string answer_text_;

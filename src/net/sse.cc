@@ -71,8 +71,12 @@ Status SseDecoder::CheckLimit(std::size_t line_bytes) {
 }
 
 Status SseDecoder::Feed(std::string_view bytes, std::vector<SseEvent>* out) {
-  BAKEOFF_CHECK(!finished_) << "SseDecoder::Feed after Finish";
   BAKEOFF_CHECK(out != nullptr);
+  return FeedEach(bytes, [out](SseEvent& event) { out->push_back(std::move(event)); });
+}
+
+Status SseDecoder::FeedEach(std::string_view bytes, const EventHandler& on_event) {
+  BAKEOFF_CHECK(!finished_) << "SseDecoder::Feed after Finish";
   if (failed_) {
     return MakeError(ErrorCode::kProtocol, "SSE decoder already failed (max_event_bytes " +
                                                std::to_string(max_event_bytes_) + " bytes)");
@@ -121,11 +125,11 @@ Status SseDecoder::Feed(std::string_view bytes, std::vector<SseEvent>* out) {
       if (!piece.empty()) {
         if (Status s = CheckLimit(piece.size()); !s.ok()) return s;
       }
-      ProcessLine(piece, out);
+      ProcessLine(piece, on_event);
     } else {
       if (Status s = CheckLimit(line_.size() + piece.size()); !s.ok()) return s;
       line_.append(piece);
-      ProcessLine(line_, out);
+      ProcessLine(line_, on_event);
       line_.clear();
     }
     pos = next;
@@ -138,9 +142,9 @@ Status SseDecoder::Feed(std::string_view bytes, std::vector<SseEvent>* out) {
   return Ok{};
 }
 
-void SseDecoder::ProcessLine(std::string_view line, std::vector<SseEvent>* out) {
+void SseDecoder::ProcessLine(std::string_view line, const EventHandler& on_event) {
   if (line.empty()) {
-    Dispatch(out);
+    Dispatch(on_event);
     return;
   }
   if (line.front() == ':') {
@@ -173,16 +177,15 @@ void SseDecoder::ProcessLine(std::string_view line, std::vector<SseEvent>* out) 
   }
 }
 
-void SseDecoder::Dispatch(std::vector<SseEvent>* out) {
-  if (data_seen_ || !pending_.unknown_fields.empty()) {
-    out->push_back(std::move(pending_));
-    pending_ = SseEvent{};
-  } else {
-    // Not dispatched (spec: empty data buffer); clear() keeps the buffers' capacity.
-    pending_.event.clear();
-    pending_.id.clear();
-    pending_.retry_ms.reset();
-  }
+void SseDecoder::Dispatch(const EventHandler& on_event) {
+  // Not dispatched when the data buffer is empty (the spec) and no unknown field was seen.
+  if (data_seen_ || !pending_.unknown_fields.empty()) on_event(pending_);
+  // clear() keeps the buffers' capacity, so a steady stream allocates nothing per event.
+  pending_.event.clear();
+  pending_.data.clear();
+  pending_.id.clear();
+  pending_.retry_ms.reset();
+  pending_.unknown_fields.clear();
   unknown_bytes_ = 0;
   has_pending_ = false;
   data_seen_ = false;

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,12 @@ class SseDecoder {
   // REQUIRES: Finish() has not been called; out != nullptr.
   Status Feed(std::string_view bytes, std::vector<SseEvent>* out);
 
+  // The same, handing each completed event to `on_event` instead of a vector. The event is the
+  // decoder's own buffer: valid during the call only, and its buffers are reused for the next
+  // event, so a steady stream allocates nothing per event (the load generator's hot path).
+  using EventHandler = std::function<void(SseEvent&)>;
+  Status FeedEach(std::string_view bytes, const EventHandler& on_event);
+
   // Ends the stream. Per the spec an incomplete event at end of stream is discarded; this returns
   // true if such trailing bytes were pending (an unterminated line, or field lines not yet
   // followed by a blank line) so the caller can report "stream cut mid-event".
@@ -69,8 +76,8 @@ class SseDecoder {
   std::string_view SkipBom(std::string_view bytes);
   // Fails the decoder if a line of `line_bytes` on top of the pending event would pass the limit.
   Status CheckLimit(std::size_t line_bytes);
-  void ProcessLine(std::string_view line, std::vector<SseEvent>* out);
-  void Dispatch(std::vector<SseEvent>* out);
+  void ProcessLine(std::string_view line, const EventHandler& on_event);
+  void Dispatch(const EventHandler& on_event);
   std::size_t PendingBytes() const {
     return pending_.data.size() + pending_.event.size() + pending_.id.size() + unknown_bytes_;
   }

@@ -470,5 +470,18 @@ TEST(SseDecoderTest, SameErrorHoweverTheBytesAreSplit) {
   }
 }
 
+TEST(SseDecoderTest, FeedEachHandsOutTheSameEventsInAReusedBuffer) {
+  const std::string wire = ReadTestData("sse/openai_chat_stream.txt") + "event: x\ndata: tail\n\n";
+  const auto expected = Decode(wire).events;
+  for (std::size_t cut = 1; cut < wire.size(); cut += 7) {
+    SseDecoder decoder;
+    std::vector<SseEvent> copies;
+    const auto keep = [&](SseEvent& event) { copies.push_back(event); };
+    ASSERT_TRUE(decoder.FeedEach(std::string_view(wire).substr(0, cut), keep).ok());
+    ASSERT_TRUE(decoder.FeedEach(std::string_view(wire).substr(cut), keep).ok());
+    EXPECT_EQ(copies, expected) << "split at byte " << cut;
+  }
+}
+
 }  // namespace
 }  // namespace bakeoff::net
