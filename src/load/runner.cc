@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -54,6 +55,18 @@ struct StepContext {
 
 using History = std::vector<std::pair<std::string, std::string>>;
 
+// A request built and encoded, waiting for its send instant.
+struct ReadyRequest {
+  dialect::GenerationRequest request;
+  std::string body;
+  std::uint32_t prompt_tokens_planned = 0;
+};
+
+// Scheduled requests prepared ahead of their instants, per worker (bursts of simultaneous
+// arrivals are common in real traces), and how close to the next send instant preparing stops.
+constexpr std::size_t kPrepareAhead = 32;
+constexpr Nanos kPrepareMargin = std::chrono::milliseconds(1);
+
 // One thread, one event loop, one HTTP client; sends its share of the step's requests.
 class Worker {
  public:
@@ -93,12 +106,16 @@ class Worker {
       });
     } else {
       cursor_.emplace(*context_.schedule, index_, count_);
+      lookahead_.emplace(*context_.schedule, index_, count_);
       ArmNextScheduledSend();
     }
   }
 
   // Open loop and trace replay: one timer at a time, armed for this worker's next planned instant.
+  // The next few requests are built and encoded ahead, while the loop waits, so a send at its
+  // instant costs only the write (a 50k-token prompt takes milliseconds to make).
   void ArmNextScheduledSend() {
+    PrepareAhead();
     if (cursor_->done()) {
       MaybeFinish();
       return;
@@ -108,17 +125,36 @@ class Worker {
       const Nanos elapsed = RealClock().Now() - context_.t0;
       while (cursor_->NextIsDue(elapsed)) {
         const PlannedSend& planned = cursor_->next();
-        const MonoTime intended = context_.t0 + planned.offset;
-        if (trace_mode()) {
-          SendTraceRequest(planned.item, intended, planned.warmup, {});
+        ReadyRequest ready;
+        if (!ready_.empty() && ready_.front().first == cursor_->next_index()) {
+          ready = std::move(ready_.front().second);
+          ready_.pop_front();
         } else {
-          Send(cursor_->next_index(), intended, planned.warmup, SyntheticRequest(cursor_->next_index()),
-               context_.run->shape.prompt_tokens);
+          ready = MakeScheduled(cursor_->next_index(), planned);
+          if (!lookahead_->done() && lookahead_->next_index() == cursor_->next_index()) {
+            lookahead_->Advance();
+          }
         }
+        Send(trace_mode() ? planned.item : cursor_->next_index(), context_.t0 + planned.offset,
+             planned.warmup, std::move(ready));
         cursor_->Advance();
       }
       ArmNextScheduledSend();
     });
+  }
+
+  void PrepareAhead() {
+    while (ready_.size() < kPrepareAhead && !lookahead_->done() &&
+           (cursor_->done() ||
+            RealClock().Now() + kPrepareMargin < context_.t0 + cursor_->next().offset)) {
+      ready_.emplace_back(lookahead_->next_index(),
+                          MakeScheduled(lookahead_->next_index(), lookahead_->next()));
+      lookahead_->Advance();
+    }
+  }
+
+  ReadyRequest MakeScheduled(std::size_t index, const PlannedSend& planned) const {
+    return trace_mode() ? MakeTraceRequest(planned.item, {}) : MakeSyntheticRequest(index);
   }
 
   void SendClosedLoop() {
@@ -138,21 +174,21 @@ class Worker {
         return;
       }
     }
-    Send(id, now, warmup, SyntheticRequest(id), context_.run->shape.prompt_tokens);
+    Send(id, now, warmup, MakeSyntheticRequest(id));
   }
 
   // A request of the run's fixed shape with its own corpus text.
-  dialect::GenerationRequest SyntheticRequest(std::uint64_t id) const {
+  ReadyRequest MakeSyntheticRequest(std::uint64_t id) const {
     const RunSpec& run = *context_.run;
     dialect::GenerationRequest request = run.target.request;
     request.prompt = context_.prompts->Build(WordsForTokens(run.shape.prompt_tokens, run.target.words_per_token),
                                              MixSeed(run.seed, context_.step_index, id));
     request.max_tokens = run.shape.output_tokens;
-    return request;
+    return Ready(std::move(request), run.shape.prompt_tokens);
   }
 
   // Trace request `item`, with the real earlier turns of its session in `history`.
-  void SendTraceRequest(std::size_t item, MonoTime intended, bool warmup, History history) {
+  ReadyRequest MakeTraceRequest(std::size_t item, History history) const {
     const RunSpec& run = *context_.run;
     const workload::Trace& trace = *context_.step->trace;
     const workload::TraceRequest& source = trace.requests[item];
@@ -175,23 +211,31 @@ class Worker {
     request.max_tokens = std::max<std::uint32_t>(1, source.output_tokens);
     if (request.min_tokens) request.min_tokens = request.max_tokens;
     if (source.model) request.model = *source.model;
-    Send(item, intended, warmup, std::move(request), source.input_tokens);
+    return Ready(std::move(request), source.input_tokens);
   }
 
-  void Send(std::uint64_t id, MonoTime intended, bool warmup, dialect::GenerationRequest request,
-            std::uint32_t prompt_tokens_planned) {
+  static ReadyRequest Ready(dialect::GenerationRequest request, std::uint32_t prompt_tokens_planned) {
+    ReadyRequest ready;
+    ready.body = dialect::EncodeRequestBody(request);
+    ready.request = std::move(request);
+    ready.prompt_tokens_planned = prompt_tokens_planned;
+    return ready;
+  }
+
+  void Send(std::uint64_t id, MonoTime intended, bool warmup, ReadyRequest ready) {
+    dialect::GenerationRequest& request = ready.request;
     RequestRecord record;
     record.id = id;
     record.step = context_.step_index;
     record.worker = index_;
     record.phase = warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure;
     record.intended_send = intended;
-    record.prompt_tokens_planned = prompt_tokens_planned;
+    record.prompt_tokens_planned = ready.prompt_tokens_planned;
     record.max_tokens = request.max_tokens;
 
     net::HttpRequest http;
     http.path = dialect::ApiPath(request.api);
-    http.body = dialect::EncodeRequestBody(request);
+    http.body = std::move(ready.body);
 
     Exchange* exchange = AcquireExchange();
     // A session's next turn needs this answer's text and the conversation so far.
@@ -256,14 +300,16 @@ class Worker {
     const MonoTime at = RealClock().Now() +
                         FromSeconds(turn.think_time_s.value_or(0) * context_.step->time_scale);
     const bool warmup = record.phase == measure::Phase::kWarmup;
+    // Built now, during the think time, so the send at its instant costs only the write.
+    ReadyRequest ready = MakeTraceRequest(static_cast<std::size_t>(next), std::move(history));
     ++pending_turns_;
-    loop_.RunAt(at, [this, next, at, warmup, history = std::move(history)]() mutable {
+    loop_.RunAt(at, [this, next, at, warmup, ready = std::move(ready)]() mutable {
       --pending_turns_;
       if (stopping_) {
         MaybeFinish();
         return;
       }
-      SendTraceRequest(static_cast<std::size_t>(next), at, warmup, std::move(history));
+      Send(static_cast<std::uint64_t>(next), at, warmup, std::move(ready));
     });
   }
 
@@ -308,7 +354,9 @@ class Worker {
   std::vector<RequestRecord> records_;
   std::vector<double> loop_lag_ms_;
   double cpu_share_ = 0;
-  std::optional<ScheduleCursor> cursor_;  // open loop and trace replay
+  std::optional<ScheduleCursor> cursor_;     // open loop and trace replay: the next send
+  std::optional<ScheduleCursor> lookahead_;  // the next send not yet prepared
+  std::deque<std::pair<std::size_t, ReadyRequest>> ready_;  // prepared, by schedule index
   std::unordered_map<std::uint64_t, History> conversations_;  // by id of the turn in flight
   std::size_t in_flight_ = 0;
   std::size_t pending_turns_ = 0;  // session turns waiting out their think time
