@@ -89,7 +89,6 @@ class Worker {
   std::vector<RequestRecord>& records() { return records_; }
   std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
   double cpu_share() const { return cpu_share_; }
-  MonoTime last_send() const { return last_send_; }
 
  private:
   bool trace_mode() const { return context_.step->mode == LoopMode::kTrace; }
@@ -246,7 +245,6 @@ class Worker {
       conversations_[id] = std::move(conversation);
     }
     record.send_start = RealClock().Now();
-    last_send_ = *record.send_start;
     exchange->Begin(std::move(record), continues_session);
     ++in_flight_;
     context_.progress->sent.fetch_add(1, std::memory_order_relaxed);
@@ -360,7 +358,6 @@ class Worker {
   std::unordered_map<std::uint64_t, History> conversations_;  // by id of the turn in flight
   std::size_t in_flight_ = 0;
   std::size_t pending_turns_ = 0;  // session turns waiting out their think time
-  MonoTime last_send_;
   std::optional<MonoTime> drain_deadline_;
   bool closed_loop_done_ = false;
   bool stopping_ = false;
@@ -420,18 +417,15 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     StepResult result;
     result.spec = step;
     result.t0 = context.t0;
-    result.end = RealClock().Now();
     result.planned = schedule.size();
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
-    result.last_send = context.t0;
     for (auto& worker : workers) {
       auto& records = worker->records();
       result.records.insert(result.records.end(), std::make_move_iterator(records.begin()),
                             std::make_move_iterator(records.end()));
       auto& lag = worker->loop_lag_ms();
       result.loop_lag_ms.insert(result.loop_lag_ms.end(), lag.begin(), lag.end());
-      result.last_send = std::max(result.last_send, worker->last_send());
       result.busiest_worker_cpu = std::max(result.busiest_worker_cpu, worker->cpu_share());
     }
     std::sort(result.records.begin(), result.records.end(),

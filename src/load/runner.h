@@ -72,8 +72,6 @@ class RecordSink {
 struct StepResult {
   StepSpec spec;
   MonoTime t0;                      // the step's start; schedule offsets are relative to it
-  MonoTime last_send;               // last request actually sent
-  MonoTime end;                     // all requests of the step finished
   std::vector<measure::RequestRecord> records;  // merged from the workers, in id order
   std::vector<double> loop_lag_ms;  // event-loop lag samples from every worker
   double busiest_worker_cpu = 0;    // highest share of one core a worker thread used (0..1)
