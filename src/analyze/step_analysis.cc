@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "core/check.h"
+
 namespace bakeoff::analyze {
 namespace {
 
@@ -23,11 +25,14 @@ struct RequestFigures {
   double itl_max = 0;  // worst per-token gap: the per-request ITL figure an SLO is checked against
 };
 
-double Percentile(const std::vector<double>& values, double q) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> sorted = values;
-  std::sort(sorted.begin(), sorted.end());
-  return stats::NearestRank(sorted, q);
+// The summary's estimate for an SLO term's percentile (ParseSlo admits exactly these).
+const stats::QuantileEstimate& SummaryQuantile(const stats::Summary& s, double q) {
+  if (q == 0.50) return s.p50;
+  if (q == 0.90) return s.p90;
+  if (q == 0.95) return s.p95;
+  if (q == 0.99) return s.p99;
+  BAKEOFF_CHECK(q == 0.999) << "no summary percentile for q=" << q;
+  return s.p999;
 }
 
 bool MeetsTerm(const SloTerm& term, const RequestFigures& f) {
@@ -144,29 +149,33 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   if (a.measured_requests > 0) {
     a.slo_attainment = static_cast<double>(good_count) / static_cast<double>(a.measured_requests);
   }
-  for (const SloTerm& term : slo.terms) {
-    const std::vector<double>* values = nullptr;
-    switch (term.metric) {
-      case SloMetric::kTtft: values = &ttft; break;
-      case SloMetric::kTpot: values = &tpot; break;
-      case SloMetric::kItl: values = &itl_token; break;
-      case SloMetric::kE2e: values = &e2e; break;
-    }
-    SloResult result{term, Percentile(*values, term.quantile), false};
-    result.met = !values->empty() && result.observed_ms <= term.threshold_ms;
-    a.slo.push_back(result);
-  }
-
-  a.ttft_ms = stats::Summarize(ttft);
-  a.ttft_answer_ms = stats::Summarize(ttft_answer);
-  a.itl_event_ms = stats::Summarize(itl_event);
-  a.itl_token_ms = stats::Summarize(itl_token);
-  a.tpot_ms = stats::Summarize(tpot);
-  a.e2e_ms = stats::Summarize(e2e);
-  a.response_ms = stats::Summarize(response);
-  a.send_lag_ms = stats::Summarize(send_lag);
+  // The pooled samples are not needed after this; moving them spares a copy of each.
+  a.ttft_ms = stats::Summarize(std::move(ttft));
+  a.ttft_answer_ms = stats::Summarize(std::move(ttft_answer));
+  a.itl_event_ms = stats::Summarize(std::move(itl_event));
+  a.itl_token_ms = stats::Summarize(std::move(itl_token));
+  a.tpot_ms = stats::Summarize(std::move(tpot));
+  a.e2e_ms = stats::Summarize(std::move(e2e));
+  a.response_ms = stats::Summarize(std::move(response));
+  a.send_lag_ms = stats::Summarize(std::move(send_lag));
   a.loop_lag_ms = stats::Summarize(step.loop_lag_ms);
   a.output_tokens = stats::Summarize(output_tokens);
+  // Each term's pooled percentile, read from the summary computed once above.
+  for (const SloTerm& term : slo.terms) {
+    const stats::Summary* summary = nullptr;
+    switch (term.metric) {
+      case SloMetric::kTtft: summary = &a.ttft_ms; break;
+      case SloMetric::kTpot: summary = &a.tpot_ms; break;
+      case SloMetric::kItl: summary = &a.itl_token_ms; break;
+      case SloMetric::kE2e: summary = &a.e2e_ms; break;
+    }
+    SloResult result{term, std::numeric_limits<double>::quiet_NaN(), false};
+    if (summary->count > 0) {
+      result.observed_ms = SummaryQuantile(*summary, term.quantile).value;
+      result.met = result.observed_ms <= term.threshold_ms;
+    }
+    a.slo.push_back(result);
+  }
   a.prompt_tokens = stats::Summarize(prompt_tokens);
 
   // vLLM's ITL pools chunk gaps; AIPerf's ITL is vLLM's TPOT and its chunk gaps are "ICL";
