@@ -13,25 +13,6 @@
 namespace bakeoff::analyze {
 namespace {
 
-// Words in the sample prompt used to measure the server's tokens per word.
-constexpr std::uint32_t kCalibrationWords = 1000;
-
-class JsonlSink final : public load::RecordSink {
- public:
-  explicit JsonlSink(LineWriter& writer) : writer_(writer) {}
-  void Write(const measure::RequestRecord& record, MonoTime t0) override {
-    Status written = writer_.Append(measure::RecordToJsonLine(record, t0));
-    if (!written.ok() && !failed_.exchange(true)) {
-      fmt::print(stderr, "bakeoff: {}\n", written.error().message);
-    }
-  }
-  bool failed() const { return failed_.load(); }
-
- private:
-  LineWriter& writer_;
-  std::atomic<bool> failed_{false};
-};
-
 std::string IsoTimeNow() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
@@ -97,7 +78,7 @@ Result<std::uint64_t> CountTokens(const load::TargetSpec& target, const std::str
 void Calibrate(BenchConfig& config, BenchOutcome& outcome, nlohmann::json& calibration) {
   load::TargetSpec& target = config.run.target;
   const load::PromptText prompts;
-  Result<std::uint64_t> sample = CountTokens(target, prompts.Build(kCalibrationWords, 1));
+  Result<std::uint64_t> sample = CountTokens(target, CalibrationSample(prompts));
   if (!sample.ok() || sample.value() == 0) {
     const std::string why = sample.ok() ? "it counted 0 tokens" : sample.error().message;
     outcome.notes.push_back("prompt lengths not checked: no usable /tokenize endpoint (" + why +
@@ -130,6 +111,24 @@ void Calibrate(BenchConfig& config, BenchOutcome& outcome, nlohmann::json& calib
 
 }  // namespace
 
+std::string CalibrationSample(const load::PromptText& prompts) { return prompts.Build(kCalibrationWords, 1); }
+
+void JsonlRecordSink::Write(const measure::RequestRecord& record, MonoTime t0) {
+  Status written = writer_.Append(measure::RecordToJsonLine(record, t0));
+  if (!written.ok() && !failed_.exchange(true)) {
+    fmt::print(stderr, "bakeoff: {}\n", written.error().message);
+  }
+}
+
+nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) {
+  nlohmann::json summary;
+  summary["schema_version"] = kSummarySchemaVersion;
+  summary["tool"] = {{"name", "bakeoff"}, {"version", BAKEOFF_VERSION}};
+  summary["seed"] = seed;
+  summary["config"] = flags;
+  return summary;
+}
+
 Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(const std::string&)>& log,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick) {
@@ -149,7 +148,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   outcome.summary_path = config.out_dir / "summary.json";
   Result<std::unique_ptr<LineWriter>> writer = LineWriter::Open(outcome.records_path);
   if (!writer.ok()) return writer.error();
-  JsonlSink sink(*writer.value());
+  JsonlRecordSink sink(*writer.value());
 
   const std::string started = IsoTimeNow();
   std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, on_tick);
@@ -160,9 +159,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     outcome.steps.push_back(AnalyzeStep(result, config.slo));
     steps.push_back(ToJson(outcome.steps.back()));
   }
-  nlohmann::json summary;
-  summary["schema_version"] = kSummarySchemaVersion;
-  summary["tool"] = {{"name", "bakeoff"}, {"version", BAKEOFF_VERSION}};
+  nlohmann::json summary = SummaryPreamble(config.run.seed, config.flags);
   summary["started_at"] = started;
   summary["finished_at"] = IsoTimeNow();
   summary["target"] = {{"url", config.url},
@@ -172,8 +169,6 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     summary["target"]["note"] =
         "emulated engine: these figures describe bakeoff's model of an engine, not a real engine";
   }
-  summary["seed"] = config.run.seed;
-  summary["config"] = config.flags;
   summary["prompt_calibration"] = calibration;
   summary["interrupted"] = outcome.interrupted;
   summary["records_file"] = "records.jsonl";

@@ -19,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/slo.h"
+#include "core/file.h"
 #include "analyze/step_analysis.h"
+#include "load/prompt_text.h"
 #include "load/runner.h"
 #include "workload/trace.h"
 
@@ -51,5 +53,26 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick);
 
 inline constexpr int kSummarySchemaVersion = 1;
+
+// Words in the sample prompt used to measure a server's words per token: words_per_token =
+// kCalibrationWords / (tokens the server counts in CalibrationSample()).
+inline constexpr std::uint32_t kCalibrationWords = 1000;
+std::string CalibrationSample(const load::PromptText& prompts);
+
+// Appends each record to records.jsonl as one line; the first write failure is printed once and
+// remembered. Safe to call from several threads (LineWriter serialises).
+class JsonlRecordSink final : public load::RecordSink {
+ public:
+  explicit JsonlRecordSink(LineWriter& writer) : writer_(writer) {}
+  void Write(const measure::RequestRecord& record, MonoTime t0) override;
+  bool failed() const { return failed_.load(); }
+
+ private:
+  LineWriter& writer_;
+  std::atomic<bool> failed_{false};
+};
+
+// The fields every summary.json starts with: schema_version, tool, seed, config.
+nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 
 }  // namespace bakeoff::analyze

@@ -2,8 +2,24 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 namespace bakeoff::cli {
+
+std::filesystem::path EnginePresetsDir() {
+  if (const char* dir = std::getenv("BAKEOFF_PRESETS_DIR"); dir != nullptr && *dir != '\0') return dir;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const char* relative : {"examples/engines", "../examples/engines", "../../examples/engines",
+                                 "../share/bakeoff/engines"}) {
+      const std::filesystem::path dir = (exe.parent_path() / relative).lexically_normal();
+      if (std::filesystem::is_directory(dir, ec)) return dir;
+    }
+  }
+  if (std::filesystem::is_directory(BAKEOFF_DEFAULT_PRESETS_DIR, ec)) return BAKEOFF_DEFAULT_PRESETS_DIR;
+  return "examples/engines";
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"bakeoff: choose an LLM inference engine with evidence"};
@@ -14,6 +30,7 @@ int Main(int argc, char** argv) {
   AddEmulateCommand(app, &exit_code);
   AddFingerprintCommand(app, &exit_code);
   AddSynthCommand(app, &exit_code);
+  AddSimulateCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -7,6 +7,8 @@
 // SIGINT after writing what was measured.
 #pragma once
 
+#include <filesystem>
+
 namespace CLI {
 class App;
 }
@@ -25,5 +27,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddEmulateCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
+void AddSimulateCommand(CLI::App& app, int* exit_code);
+
+// Where engine presets named on the command line are looked up: $BAKEOFF_PRESETS_DIR when set,
+// else the first examples/engines found beside the binary or up to two levels above it
+// (build/<preset>/bakeoff in a checkout), else ../share/bakeoff/engines beside it, else the
+// source tree's examples/engines, else ./examples/engines (docs/engine-presets.md).
+std::filesystem::path EnginePresetsDir();
 
 }  // namespace bakeoff::cli

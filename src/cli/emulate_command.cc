@@ -1,17 +1,27 @@
 // cli/emulate_command.cc: `bakeoff emulate`: serves the emulated engine (emulate/server.h) until
-// SIGINT or SIGTERM. Flags map one to one onto EmulatorConfig; see docs/emulator.md.
+// SIGINT or SIGTERM. Flags map onto EmulatorConfig; an engine preset (--preset) gives the engine
+// settings first and the engine flags the user actually typed override it. docs/emulator.md
+// describes every flag, the log lines and the signal behaviour.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "emulate/engine_preset.h"
 #include "emulate/server.h"
 
 namespace bakeoff::cli {
@@ -22,6 +32,7 @@ struct EmulateFlags {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string model = "emulated-model";
+  std::string preset;
   long long max_num_seqs = 256;
   long long max_batched_tokens = 8192;
   long long max_model_len = 32768;
@@ -31,8 +42,26 @@ struct EmulateFlags {
   double kv_ms_per_1k_tokens = 0.04;
   double eos_probability = 0.0;
   unsigned long long seed = 0;
-  double load_delay_s = 0.0;
+  double startup_download_s = 0.0;
+  double startup_load_s = 0.0;  // also --load-delay
+  double startup_compile_s = 0.0;
+  double startup_warmup_s = 0.0;
   bool instant = false;
+  long long max_waiting = 0;
+  std::string on_sigterm = "drain";
+  double drain_timeout_s = 30.0;
+  bool usage_always = false;
+  long long tokens_per_event = 1;
+  double keepalive_comments_ms = 0.0;
+  double fault_error_rate = 0.0;
+  double fault_stall_ms = 0.0;
+  double fault_stall_rate = 0.0;
+  long long fault_crash_after = 0;
+  bool fault_health_lies = false;
+  bool fault_no_done = false;
+  double fault_stream_error_rate = 0.0;
+  // Engine flags the user typed (their long names), so only they override a preset.
+  std::set<std::string> given;
 };
 
 // Returns an empty string when valid, otherwise a one-line message naming the flag.
@@ -43,28 +72,111 @@ std::string CheckFlags(const EmulateFlags& f) {
   if (f.port < 0 || f.port > 65535) return bad("--port", "must be in [0, 65535]", std::to_string(f.port));
   if (f.model.empty()) return "--model must not be empty";
   if (f.max_num_seqs < 1) return bad("--max-num-seqs", "must be >= 1", std::to_string(f.max_num_seqs));
-  if (f.max_batched_tokens < f.max_num_seqs) {
-    return bad("--max-batched-tokens", "must be >= --max-num-seqs",
-               std::to_string(f.max_batched_tokens));
-  }
   if (f.max_model_len < 2) return bad("--max-model-len", "must be >= 2", std::to_string(f.max_model_len));
+  if (f.max_batched_tokens < 1) {
+    return bad("--max-batched-tokens", "must be >= 1", std::to_string(f.max_batched_tokens));
+  }
   const struct {
     const char* flag;
     double value;
-  } coefficients[] = {{"--base-ms", f.base_ms},
+  } non_negative[] = {{"--base-ms", f.base_ms},
                       {"--prefill-ms-per-token", f.prefill_ms_per_token},
                       {"--decode-ms-per-seq", f.decode_ms_per_seq},
                       {"--kv-ms-per-1k-tokens", f.kv_ms_per_1k_tokens},
-                      {"--load-delay", f.load_delay_s}};
-  for (const auto& c : coefficients) {
+                      {"--startup-download", f.startup_download_s},
+                      {"--startup-load", f.startup_load_s},
+                      {"--startup-compile", f.startup_compile_s},
+                      {"--startup-warmup", f.startup_warmup_s},
+                      {"--drain-timeout", f.drain_timeout_s},
+                      {"--keepalive-comments-ms", f.keepalive_comments_ms},
+                      {"--fault-stall-ms", f.fault_stall_ms}};
+  for (const auto& c : non_negative) {
     if (!std::isfinite(c.value) || c.value < 0) {
       return bad(c.flag, "must be a finite number >= 0", fmt::format("{}", c.value));
     }
   }
-  if (!(f.eos_probability >= 0 && f.eos_probability <= 1)) {
-    return bad("--eos-probability", "must be in [0, 1]", fmt::format("{}", f.eos_probability));
+  const struct {
+    const char* flag;
+    double value;
+  } probabilities[] = {{"--eos-probability", f.eos_probability},
+                       {"--fault-error-rate", f.fault_error_rate},
+                       {"--fault-stall-rate", f.fault_stall_rate},
+                       {"--fault-stream-error-rate", f.fault_stream_error_rate}};
+  for (const auto& p : probabilities) {
+    if (!(p.value >= 0 && p.value <= 1)) return bad(p.flag, "must be in [0, 1]", fmt::format("{}", p.value));
+  }
+  if (f.max_waiting < 0) return bad("--max-waiting", "must be >= 0", std::to_string(f.max_waiting));
+  if (f.tokens_per_event < 1) {
+    return bad("--tokens-per-event", "must be >= 1", std::to_string(f.tokens_per_event));
+  }
+  if (f.fault_crash_after < 0) {
+    return bad("--fault-crash-after", "must be >= 0", std::to_string(f.fault_crash_after));
+  }
+  if (f.on_sigterm != "drain" && f.on_sigterm != "abort" && f.on_sigterm != "exit") {
+    return bad("--on-sigterm", "must be drain, abort or exit", f.on_sigterm);
   }
   return {};
+}
+
+// The engine settings: the preset's (if any), then every engine flag the user gave (all of them
+// without a preset, whose defaults are EngineConfig's).
+Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
+  emulate::EngineConfig engine;
+  const bool preset = !f.preset.empty();
+  if (preset) {
+    auto file = emulate::ResolveEnginePreset(f.preset, EnginePresetsDir());
+    if (!file.ok()) return MakeError(file.error().code, "--preset: " + file.error().message);
+    auto loaded = emulate::LoadEnginePreset(*file);
+    if (!loaded.ok()) return MakeError(loaded.error().code, "--preset: " + loaded.error().message);
+    engine = loaded->config;
+  }
+  auto use = [&](std::string_view flag) { return !preset || f.given.count(std::string(flag)) > 0; };
+  if (use("--max-num-seqs")) engine.max_num_seqs = f.max_num_seqs;
+  if (use("--max-batched-tokens")) engine.max_batched_tokens = f.max_batched_tokens;
+  if (use("--max-model-len")) engine.max_model_len = f.max_model_len;
+  if (use("--base-ms")) engine.cost.base_ms = f.base_ms;
+  if (use("--prefill-ms-per-token")) engine.cost.prefill_ms_per_token = f.prefill_ms_per_token;
+  if (use("--decode-ms-per-seq")) engine.cost.decode_ms_per_seq = f.decode_ms_per_seq;
+  if (use("--kv-ms-per-1k-tokens")) engine.cost.kv_ms_per_1k_tokens = f.kv_ms_per_1k_tokens;
+  if (use("--eos-probability")) engine.eos_probability = f.eos_probability;
+  if (use("--seed")) engine.seed = f.seed;
+  if (engine.max_batched_tokens < engine.max_num_seqs) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("--max-batched-tokens must be >= --max-num-seqs (got {} < {})",
+                                 engine.max_batched_tokens, engine.max_num_seqs));
+  }
+  Status valid = emulate::ValidateEngineConfig(engine);
+  if (!valid.ok()) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     (preset ? "engine settings (--preset and flags): " : "engine settings: ") +
+                         valid.error().message);
+  }
+  return engine;
+}
+
+// stdout lines from two threads (the start-up log comes from the server's I/O thread), each
+// written whole and flushed so a parent process sees it at once.
+class LineWriter {
+ public:
+  void Write(std::string_view line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    WriteLocked(line);
+  }
+  void WriteLocked(std::string_view line) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+  }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  std::mutex mutex_;
+};
+
+// Async-signal-safe enough for the crash path: one write(2), no stdio.
+void WriteStderr(std::string_view text) {
+  ssize_t ignored = ::write(2, text.data(), text.size());
+  (void)ignored;
 }
 
 int RunEmulate(const EmulateFlags& f) {
@@ -72,19 +184,39 @@ int RunEmulate(const EmulateFlags& f) {
     std::fprintf(stderr, "bakeoff emulate: %s\n", problem.c_str());
     return kExitUsage;
   }
+  auto engine = BuildEngine(f);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "bakeoff emulate: %s\n", engine.error().message.c_str());
+    return engine.error().code == ErrorCode::kIo ? kExitFailure : kExitUsage;
+  }
+  LineWriter out;
   emulate::EmulatorConfig config;
   config.host = f.host;
   config.port = static_cast<std::uint16_t>(f.port);
   config.served_model_name = f.model;
-  config.engine.max_num_seqs = f.max_num_seqs;
-  config.engine.max_batched_tokens = f.max_batched_tokens;
-  config.engine.max_model_len = f.max_model_len;
-  config.engine.cost = {f.base_ms, f.prefill_ms_per_token, f.decode_ms_per_seq,
-                        f.kv_ms_per_1k_tokens};
-  config.engine.eos_probability = f.eos_probability;
-  config.engine.seed = f.seed;
-  config.load_delay = FromSeconds(f.load_delay_s);
+  config.engine = *engine;
+  config.startup.download = FromSeconds(f.startup_download_s);
+  config.startup.load = FromSeconds(f.startup_load_s);
+  config.startup.compile = FromSeconds(f.startup_compile_s);
+  config.startup.warmup = FromSeconds(f.startup_warmup_s);
   config.instant = f.instant;
+  config.max_waiting = f.max_waiting;
+  config.usage_always = f.usage_always;
+  config.tokens_per_event = f.tokens_per_event;
+  config.keepalive_comments = FromMillis(f.keepalive_comments_ms);
+  config.faults.error_rate = f.fault_error_rate;
+  config.faults.stall = FromMillis(f.fault_stall_ms);
+  config.faults.stall_rate = f.fault_stall_rate;
+  config.faults.crash_after = static_cast<std::uint64_t>(f.fault_crash_after);
+  config.faults.health_lies = f.fault_health_lies;
+  config.faults.no_done = f.fault_no_done;
+  config.faults.stream_error_rate = f.fault_stream_error_rate;
+  config.faults.seed = engine->seed;  // --seed, or the preset's seed
+  config.log = [&out](std::string_view line) { out.Write(line); };
+  config.on_crash = [] {
+    WriteStderr("bakeoff emulate: fault --fault-crash-after: exiting abruptly (status 1)\n");
+    std::_Exit(kExitFailure);
+  };
 
   // Block the stop signals before the server thread exists, so it inherits the mask and only
   // sigwait() below sees them. A vanished client must not kill the server either.
@@ -95,18 +227,51 @@ int RunEmulate(const EmulateFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = emulate::EmulatorServer::Start(config);
-  if (!server.ok()) {
-    std::fprintf(stderr, "bakeoff emulate: %s\n", server.error().message.c_str());
-    return server.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
-  }
-  std::printf("bakeoff emulate (emulated engine) listening on http://%s:%u\n", f.host.c_str(),
-              static_cast<unsigned>((*server)->port()));
-  std::fflush(stdout);
+  {
+    // Held until the listening line is out, so it is always the first line (the I/O thread's
+    // start-up lines wait for it).
+    std::unique_lock<std::mutex> first_line(out.mutex());
+    auto started = emulate::EmulatorServer::Start(config);
+    if (!started.ok()) {
+      first_line.unlock();
+      std::fprintf(stderr, "bakeoff emulate: %s\n", started.error().message.c_str());
+      return started.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
+    }
+    std::unique_ptr<emulate::EmulatorServer> server = std::move(started).value();
+    const std::string label =
+        f.preset.empty() ? "emulated engine" : fmt::format("emulated engine, preset {}", engine->name);
+    out.WriteLocked(fmt::format("bakeoff emulate ({}) listening on http://{}:{}", label, f.host,
+                                server->port()));
+    first_line.unlock();
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  (*server)->Stop();
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    if (signal_number != SIGTERM) {  // SIGINT: stop at once
+      server->Stop();
+      return kExitOk;
+    }
+    if (f.on_sigterm == "exit") {
+      WriteStderr("bakeoff emulate: SIGTERM with --on-sigterm exit: exiting at once (status 1)\n");
+      std::_Exit(kExitFailure);
+    }
+    if (f.on_sigterm == "abort") {
+      out.Write("bakeoff emulate: sigterm mode=abort");
+      server->AbortAll();
+    } else {
+      out.Write(fmt::format("bakeoff emulate: sigterm mode=drain timeout={:.3f}", f.drain_timeout_s));
+      server->BeginDrain(FromSeconds(f.drain_timeout_s));
+    }
+    // Wait for the shutdown to complete; a second SIGTERM or a SIGINT stops at once.
+    for (;;) {
+      if (server->WaitShutdown(std::chrono::milliseconds(50))) break;
+      timespec no_wait{0, 0};
+      if (sigtimedwait(&stop_signals, nullptr, &no_wait) > 0) break;
+    }
+    server->Stop();
+    emulate::ShutdownReport report = server->WaitShutdown(Nanos{0}).value_or(emulate::ShutdownReport{});
+    out.Write(fmt::format("bakeoff emulate: stopped mode={} finished={} cut={}", f.on_sigterm,
+                          report.finished, report.cut));
+  }
   return kExitOk;
 }
 
@@ -116,38 +281,85 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<EmulateFlags>();
   auto* command = app.add_subcommand(
       "emulate", "Serve the built-in emulated engine (OpenAI-compatible API, modelled timing)");
+  auto engine_options = std::make_shared<std::vector<std::pair<std::string, CLI::Option*>>>();
+  auto engine_option = [&](const char* name, auto& value, const char* help) {
+    CLI::Option* option = command->add_option(name, value, help)->capture_default_str();
+    engine_options->emplace_back(name, option);
+  };
   command->add_option("--host", flags->host, "Address to bind")->capture_default_str();
   command->add_option("--port", flags->port, "Port to listen on (0 = pick a free one)")
       ->capture_default_str();
   command->add_option("--model", flags->model, "Served model name")->capture_default_str();
-  command->add_option("--max-num-seqs", flags->max_num_seqs, "Most sequences running at once")
+  command->add_option("--preset", flags->preset,
+                      "Engine preset: a name in the presets folder ($BAKEOFF_PRESETS_DIR or "
+                      "examples/engines) or a .yaml file; engine flags given override it");
+  engine_option("--max-num-seqs", flags->max_num_seqs, "Most sequences running at once");
+  engine_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget of one engine step");
+  engine_option("--max-model-len", flags->max_model_len, "Context limit (prompt + output)");
+  engine_option("--base-ms", flags->base_ms, "Step cost: fixed ms per step");
+  engine_option("--prefill-ms-per-token", flags->prefill_ms_per_token,
+                "Step cost: ms per prompt token prefilled");
+  engine_option("--decode-ms-per-seq", flags->decode_ms_per_seq, "Step cost: ms per decoding sequence");
+  engine_option("--kv-ms-per-1k-tokens", flags->kv_ms_per_1k_tokens,
+                "Step cost: ms per 1000 KV-cache tokens attended");
+  engine_option("--eos-probability", flags->eos_probability,
+                "Chance per token of an early EOS (honours min_tokens, ignore_eos)");
+  engine_option("--seed", flags->seed, "Seed of the EOS, noise and fault draws");
+  command->add_option("--startup-download", flags->startup_download_s,
+                      "Start-up stage: seconds 'downloading' (emulated)")
       ->capture_default_str();
-  command->add_option("--max-batched-tokens", flags->max_batched_tokens,
-                      "Token budget of one engine step")
+  command->add_option("--startup-load,--load-delay", flags->startup_load_s,
+                      "Start-up stage: seconds 'loading weights' (emulated)")
       ->capture_default_str();
-  command->add_option("--max-model-len", flags->max_model_len, "Context limit (prompt + output)")
+  command->add_option("--startup-compile", flags->startup_compile_s,
+                      "Start-up stage: seconds 'compiling' (emulated)")
       ->capture_default_str();
-  command->add_option("--base-ms", flags->base_ms, "Step cost: fixed ms per step")
-      ->capture_default_str();
-  command->add_option("--prefill-ms-per-token", flags->prefill_ms_per_token,
-                      "Step cost: ms per prompt token prefilled")
-      ->capture_default_str();
-  command->add_option("--decode-ms-per-seq", flags->decode_ms_per_seq,
-                      "Step cost: ms per decoding sequence")
-      ->capture_default_str();
-  command->add_option("--kv-ms-per-1k-tokens", flags->kv_ms_per_1k_tokens,
-                      "Step cost: ms per 1000 KV-cache tokens attended")
-      ->capture_default_str();
-  command->add_option("--eos-probability", flags->eos_probability,
-                      "Chance per token of an early EOS (honours min_tokens, ignore_eos)")
-      ->capture_default_str();
-  command->add_option("--seed", flags->seed, "Seed of the EOS draws")->capture_default_str();
-  command->add_option("--load-delay", flags->load_delay_s,
-                      "Seconds after start during which /health answers 503")
+  command->add_option("--startup-warmup", flags->startup_warmup_s,
+                      "Start-up stage: seconds 'warming up' (emulated)")
       ->capture_default_str();
   command->add_flag("--instant", flags->instant,
                     "Ignore the cost model; stream every token as fast as possible");
-  command->callback([flags, exit_code] { *exit_code = RunEmulate(*flags); });
+  command->add_option("--max-waiting", flags->max_waiting,
+                      "Answer 503 to a request arriving while this many wait (0 = no limit)")
+      ->capture_default_str();
+  command->add_option("--on-sigterm", flags->on_sigterm,
+                      "SIGTERM: drain (finish in-flight, refuse new), abort (end in-flight with an "
+                      "error) or exit (unclean, status 1)")
+      ->capture_default_str();
+  command->add_option("--drain-timeout", flags->drain_timeout_s,
+                      "Seconds a drain waits for in-flight requests before cutting them")
+      ->capture_default_str();
+  command->add_flag("--usage-always", flags->usage_always,
+                    "Send the usage chunk on every stream, asked for or not");
+  command->add_option("--tokens-per-event", flags->tokens_per_event, "Output tokens per SSE event")
+      ->capture_default_str();
+  command->add_option("--keepalive-comments-ms", flags->keepalive_comments_ms,
+                      "SSE ': keep-alive' comment after this many ms of stream silence (0 = off)")
+      ->capture_default_str();
+  command->add_option("--fault-error-rate", flags->fault_error_rate,
+                      "Fault: share of generation requests failing with 500 before streaming")
+      ->capture_default_str();
+  command->add_option("--fault-stall-ms", flags->fault_stall_ms,
+                      "Fault: how long a stalled stream pauses mid-way")
+      ->capture_default_str();
+  command->add_option("--fault-stall-rate", flags->fault_stall_rate,
+                      "Fault: share of streams that stall mid-way")
+      ->capture_default_str();
+  command->add_option("--fault-crash-after", flags->fault_crash_after,
+                      "Fault: exit abruptly (status 1) when the N-th generation request arrives")
+      ->capture_default_str();
+  command->add_flag("--fault-health-lies", flags->fault_health_lies,
+                    "Fault: /health says 200 during start-up while the API still answers 503");
+  command->add_flag("--fault-no-done", flags->fault_no_done, "Quirk: streams end without [DONE]");
+  command->add_option("--fault-stream-error-rate", flags->fault_stream_error_rate,
+                      "Fault: share of streams that send an error event mid-way and end")
+      ->capture_default_str();
+  command->callback([flags, engine_options, exit_code] {
+    for (const auto& [name, option] : *engine_options) {
+      if (option->count() > 0) flags->given.insert(name);
+    }
+    *exit_code = RunEmulate(*flags);
+  });
 }
 
 }  // namespace bakeoff::cli

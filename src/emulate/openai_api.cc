@@ -21,37 +21,51 @@ std::string Quote(std::string_view text) {
   return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Counts a completions `prompt`: a string, a one-element array of strings, an array of token ids,
-// or a one-element array of token-id arrays.
-std::variant<std::int64_t, ApiError> CountPrompt(const json& prompt) {
-  if (prompt.is_string()) {
-    return static_cast<std::int64_t>(CountTokens(prompt.get_ref<const std::string&>()));
-  }
+// The token ids of a completions `prompt`: a string, a one-element array of strings, an array of
+// token ids, or a one-element array of token-id arrays. Token ids are used as given, modulo
+// kVocabSize (the emulator's vocabulary), so any non-negative integer is accepted.
+std::variant<std::vector<TokenId>, ApiError> PromptIds(const json& prompt) {
+  if (prompt.is_string()) return TokenIds(prompt.get_ref<const std::string&>());
   if (prompt.is_array() && !prompt.empty()) {
     if (prompt.size() == 1 && prompt[0].is_string()) {
-      return static_cast<std::int64_t>(CountTokens(prompt[0].get_ref<const std::string&>()));
+      return TokenIds(prompt[0].get_ref<const std::string&>());
     }
     const json* ids = &prompt;
     if (prompt.size() == 1 && prompt[0].is_array()) ids = &prompt[0];
+    std::vector<TokenId> out;
+    out.reserve(ids->size());
     for (const json& id : *ids) {
-      if (!id.is_number_integer()) {
-        return BadRequest("prompt must be a string, an array of token ids, or one of either",
-                          "prompt");
+      if (id.is_number_unsigned()) {
+        out.push_back(static_cast<TokenId>(id.get<std::uint64_t>() % kVocabSize));
+      } else if (id.is_number_integer() && id.get<std::int64_t>() >= 0) {
+        out.push_back(static_cast<TokenId>(static_cast<std::uint64_t>(id.get<std::int64_t>()) %
+                                           kVocabSize));
+      } else {
+        return BadRequest(
+            "prompt must be a string, an array of non-negative token ids, or one of either",
+            "prompt");
       }
     }
-    return static_cast<std::int64_t>(ids->size());
+    return out;
   }
   return BadRequest("prompt must be a non-empty string or array (batched prompts are not supported)",
                     "prompt");
 }
 
-// Counts chat `messages`: the tokens of every message's content (string, null, or an array of
-// {"type":"text","text":...} parts; other part types count nothing).
-std::variant<std::int64_t, ApiError> CountMessages(const json& messages) {
+// The text of chat `messages`: every message's content (a string, null, or an array of
+// {"type":"text","text":...} parts; other part types add nothing) joined with "\n". Validates the
+// shape.
+std::variant<std::string, ApiError> MessagesText(const json& messages) {
   if (!messages.is_array() || messages.empty()) {
     return BadRequest("messages must be a non-empty array", "messages");
   }
-  std::int64_t count = 0;
+  std::string text;
+  bool first = true;
+  auto append = [&](const std::string& piece) {
+    if (!first) text += '\n';
+    first = false;
+    text += piece;
+  };
   for (const json& message : messages) {
     if (!message.is_object()) return BadRequest("each message must be an object", "messages");
     auto role = message.find("role");
@@ -61,20 +75,20 @@ std::variant<std::int64_t, ApiError> CountMessages(const json& messages) {
     auto content = message.find("content");
     if (content == message.end() || content->is_null()) continue;
     if (content->is_string()) {
-      count += static_cast<std::int64_t>(CountTokens(content->get_ref<const std::string&>()));
+      append(content->get_ref<const std::string&>());
     } else if (content->is_array()) {
       for (const json& part : *content) {
         if (!part.is_object()) return BadRequest("content parts must be objects", "messages");
-        auto text = part.find("text");
-        if (text != part.end() && text->is_string()) {
-          count += static_cast<std::int64_t>(CountTokens(text->get_ref<const std::string&>()));
+        auto part_text = part.find("text");
+        if (part_text != part.end() && part_text->is_string()) {
+          append(part_text->get_ref<const std::string&>());
         }
       }
     } else {
       return BadRequest("message content must be a string, an array or null", "messages");
     }
   }
-  return count;
+  return text;
 }
 
 std::variant<json, ApiError> ParseObject(std::string_view body) {
@@ -128,17 +142,22 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
   if (endpoint == Endpoint::kChat) {
     auto messages = doc.find("messages");
     if (messages == doc.end()) return BadRequest("field required: messages", "messages");
-    auto count = CountMessages(*messages);
-    if (auto* error = std::get_if<ApiError>(&count)) return std::move(*error);
-    spec.prompt_tokens = std::get<std::int64_t>(count);
+    auto text = MessagesText(*messages);
+    if (auto* error = std::get_if<ApiError>(&text)) return std::move(*error);
+    spec.prompt = TokenIds(std::get<std::string>(text));
+    if (spec.prompt.empty()) {
+      return BadRequest("the messages contain no text, so the prompt would have no tokens",
+                        "messages");
+    }
   } else {
     auto prompt = doc.find("prompt");
     if (prompt == doc.end()) return BadRequest("field required: prompt", "prompt");
-    auto count = CountPrompt(*prompt);
-    if (auto* error = std::get_if<ApiError>(&count)) return std::move(*error);
-    spec.prompt_tokens = std::get<std::int64_t>(count);
-    if (spec.prompt_tokens == 0) return BadRequest("prompt cannot be empty", "prompt");
+    auto ids = PromptIds(*prompt);
+    if (auto* error = std::get_if<ApiError>(&ids)) return std::move(*error);
+    spec.prompt = std::move(std::get<std::vector<TokenId>>(ids));
+    if (spec.prompt.empty()) return BadRequest("prompt cannot be empty", "prompt");
   }
+  spec.prompt_tokens = static_cast<std::int64_t>(spec.prompt.size());
 
   // Flags.
   auto stream = OptionalBool(doc, "stream", false);
@@ -257,24 +276,9 @@ std::variant<std::string, ApiError> RenderTokenizeResponse(std::string_view body
       if (!prompt->is_string()) return BadRequest("prompt must be a string", "prompt");
       text = prompt->get<std::string>();
     } else if (auto messages = doc.find("messages"); messages != doc.end()) {
-      auto count = CountMessages(*messages);  // validates the shape
-      if (auto* error = std::get_if<ApiError>(&count)) return std::move(*error);
-      for (const json& message : *messages) {
-        auto content = message.find("content");
-        if (content == message.end() || content->is_null()) continue;
-        if (content->is_string()) {
-          text += content->get_ref<const std::string&>();
-          text += '\n';
-        } else {
-          for (const json& part : *content) {
-            auto part_text = part.find("text");
-            if (part_text != part.end() && part_text->is_string()) {
-              text += part_text->get_ref<const std::string&>();
-              text += '\n';
-            }
-          }
-        }
-      }
+      auto joined = MessagesText(*messages);
+      if (auto* error = std::get_if<ApiError>(&joined)) return std::move(*error);
+      text = std::move(std::get<std::string>(joined));
     } else {
       return BadRequest("field required: prompt or messages", "prompt");
     }
@@ -329,6 +333,11 @@ void ResponseRenderer::AppendRoleEvent(std::string& out) const {
 
 void ResponseRenderer::AppendTokenEvent(std::string& out, std::int64_t index,
                                         std::optional<FinishReason> finish) const {
+  AppendTokensEvent(out, index, 1, finish);
+}
+
+void ResponseRenderer::AppendTokensEvent(std::string& out, std::int64_t first, std::int64_t count,
+                                         std::optional<FinishReason> finish) const {
   static constexpr std::string_view kChatSuffix[3] = {
       "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
       "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n",
@@ -339,22 +348,47 @@ void ResponseRenderer::AppendTokenEvent(std::string& out, std::int64_t index,
       "\",\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"};
   const int which = !finish ? 0 : (*finish == FinishReason::kLength ? 1 : 2);
   out += token_prefix_;
-  out += OutputPiece(spec_.seed, static_cast<std::uint64_t>(index));
+  for (std::int64_t i = first; i < first + count; ++i) {
+    out += OutputPiece(spec_.seed, static_cast<std::uint64_t>(i));
+  }
   out += spec_.endpoint == Endpoint::kChat ? kChatSuffix[which] : kTextSuffix[which];
 }
 
-void ResponseRenderer::AppendUsageEvent(std::string& out, std::int64_t completion_tokens) const {
-  out += head_;
+namespace {
+
+// `"usage":{...}` in vLLM's field order.
+void AppendUsage(std::string& out, std::int64_t prompt_tokens, std::int64_t completion_tokens,
+                 std::optional<std::int64_t> cached_tokens) {
   fmt::format_to(std::back_inserter(out),
-                 R"([],"usage":{{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}}}})",
-                 spec_.prompt_tokens, spec_.prompt_tokens + completion_tokens, completion_tokens);
-  out += "\n\n";
+                 R"("usage":{{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{})",
+                 prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
+  if (cached_tokens) {
+    fmt::format_to(std::back_inserter(out), R"(,"prompt_tokens_details":{{"cached_tokens":{}}})",
+                   *cached_tokens);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+void ResponseRenderer::AppendUsageEvent(std::string& out, std::int64_t completion_tokens,
+                                        std::optional<std::int64_t> cached_tokens) const {
+  out += head_;
+  out += "[],";
+  AppendUsage(out, spec_.prompt_tokens, completion_tokens, cached_tokens);
+  out += "}\n\n";
 }
 
 void ResponseRenderer::AppendDone(std::string& out) { out += "data: [DONE]\n\n"; }
 
-std::string ResponseRenderer::RenderFullBody(std::int64_t completion_tokens,
-                                             FinishReason finish) const {
+void ResponseRenderer::AppendErrorEvent(std::string& out, const ApiError& error) {
+  out += "data: ";
+  out += RenderError(error);
+  out += "\n\n";
+}
+
+std::string ResponseRenderer::RenderFullBody(std::int64_t completion_tokens, FinishReason finish,
+                                             std::optional<std::int64_t> cached_tokens) const {
   const bool chat = spec_.endpoint == Endpoint::kChat;
   std::string text;
   for (std::int64_t i = 0; i < completion_tokens; ++i) {
@@ -372,9 +406,9 @@ std::string ResponseRenderer::RenderFullBody(std::int64_t completion_tokens,
                    R"({{"index":0,"text":"{}","logprobs":null,"finish_reason":"{}","stop_reason":null}}])",
                    text, FinishReasonName(finish));
   }
-  fmt::format_to(std::back_inserter(body),
-                 R"(,"usage":{{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}}}})",
-                 spec_.prompt_tokens, spec_.prompt_tokens + completion_tokens, completion_tokens);
+  body += ',';
+  AppendUsage(body, spec_.prompt_tokens, completion_tokens, cached_tokens);
+  body += '}';
   return body;
 }
 

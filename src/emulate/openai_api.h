@@ -8,9 +8,11 @@
 // Does not own: sockets, HTTP framing or timing (emulate/server.h), tokenization rules
 // (emulate/tokenizer.h).
 //
-// Prompt tokens: completions count the prompt text with the emulator's tokenizer (or the length
-// of a token-id array); chat counts the tokens of all message contents joined with newlines (the
-// sum over messages; no chat template is applied and the role adds nothing).
+// Prompt tokens: completions tokenize the prompt text with the emulator's tokenizer (a token-id
+// array is used as is, each id taken modulo kVocabSize); chat tokenizes all message contents
+// (string contents and the `text` of content parts) joined with "\n", so the count is the sum
+// over messages (no chat template is applied and the role adds nothing). The ids feed the engine
+// model's prefix cache (emulate/kv_cache.h).
 //
 // Thread-safety: pure functions; a ResponseRenderer is immutable after construction.
 #pragma once
@@ -20,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "emulate/scheduler.h"
 
@@ -50,7 +53,8 @@ struct ServedModel {
 // A validated generation request.
 struct GenerationSpec {
   Endpoint endpoint = Endpoint::kChat;
-  std::int64_t prompt_tokens = 0;
+  std::vector<TokenId> prompt;     // the prompt's token ids (see above); may be empty in tests
+  std::int64_t prompt_tokens = 0;  // prompt.size() once parsed
   std::int64_t max_tokens = 16;
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
@@ -60,9 +64,10 @@ struct GenerationSpec {
 };
 
 // Parses and validates a request body. Errors: invalid JSON, wrong field types, missing
-// prompt/messages, n != 1, stream_options without stream, max_tokens < 1, min_tokens >
-// max_tokens, prompt or prompt + max_tokens over max_model_len -> 400; a `model` other than
-// served.name -> 404 ("The model `X` does not exist."). An absent `model` means the served one.
+// prompt/messages, an empty prompt (no tokens), a negative token id, n != 1, stream_options
+// without stream, max_tokens < 1, min_tokens > max_tokens, prompt or prompt + max_tokens over
+// max_model_len -> 400; a `model` other than served.name -> 404 ("The model `X` does not
+// exist."). An absent `model` means the served one.
 // Default max_tokens: 16 for completions, max_model_len - prompt_tokens for chat (as vLLM).
 std::variant<GenerationSpec, ApiError> ParseGenerationRequest(Endpoint endpoint,
                                                               std::string_view body,
@@ -89,12 +94,23 @@ class ResponseRenderer {
   // One SSE event carrying output token `index`; `finish` set on the last token.
   void AppendTokenEvent(std::string& out, std::int64_t index,
                         std::optional<FinishReason> finish) const;
-  // `data: {... "choices":[],"usage":{...}}\n\n`, for stream_options.include_usage.
-  void AppendUsageEvent(std::string& out, std::int64_t completion_tokens) const;
+  // One SSE event carrying output tokens [first, first + count) as one text; `finish` set when
+  // the last of them is the sequence's last token. REQUIRES: count >= 1.
+  void AppendTokensEvent(std::string& out, std::int64_t first, std::int64_t count,
+                         std::optional<FinishReason> finish) const;
+  // `data: {... "choices":[],"usage":{...}}\n\n`, for stream_options.include_usage. With
+  // `cached_tokens`, usage also carries "prompt_tokens_details":{"cached_tokens":N} (vLLM with
+  // prefix caching and prompt-token details on).
+  void AppendUsageEvent(std::string& out, std::int64_t completion_tokens,
+                        std::optional<std::int64_t> cached_tokens = std::nullopt) const;
   // `data: [DONE]\n\n`.
   static void AppendDone(std::string& out);
-  // The non-streaming body: the whole text, finish_reason and usage.
-  std::string RenderFullBody(std::int64_t completion_tokens, FinishReason finish) const;
+  // `data: {"error":{...}}\n\n`: an error after the 200 header (vLLM's shape, RenderError).
+  static void AppendErrorEvent(std::string& out, const ApiError& error);
+  // The non-streaming body: the whole text, finish_reason and usage (with
+  // prompt_tokens_details as in AppendUsageEvent).
+  std::string RenderFullBody(std::int64_t completion_tokens, FinishReason finish,
+                             std::optional<std::int64_t> cached_tokens = std::nullopt) const;
 
   const GenerationSpec& spec() const { return spec_; }
 

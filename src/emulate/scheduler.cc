@@ -1,4 +1,9 @@
-// emulate/scheduler.cc: FCFS continuous batching over explicit time (contract in scheduler.h).
+// emulate/scheduler.cc: the engine model over explicit time (contract in scheduler.h).
+//
+// A sequence needs the KV of `prompt + generated` tokens before it can produce its next token;
+// `computed` counts those it has. pending = prompt + generated - computed is 1 for a decode
+// (the last output token goes in, the next comes out) and more for a prefill: a fresh prompt, a
+// chunk of one, or a recompute after preemption. The same rule serves every policy.
 #include "emulate/scheduler.h"
 
 #include <algorithm>
@@ -7,36 +12,84 @@
 
 #include <fmt/format.h>
 
+#include "core/check.h"
+#include "emulate/tokenizer.h"
+
 namespace bakeoff::emulate {
 
-Status ValidateEngineConfig(const EngineConfig& config) {
-  if (config.max_num_seqs < 1) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("max_num_seqs must be >= 1, got {}", config.max_num_seqs));
-  }
-  if (config.max_batched_tokens < config.max_num_seqs) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("max_batched_tokens ({}) must be >= max_num_seqs ({})",
-                                 config.max_batched_tokens, config.max_num_seqs));
-  }
-  if (config.max_model_len < 2) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("max_model_len must be >= 2, got {}", config.max_model_len));
-  }
-  if (!(config.eos_probability >= 0.0 && config.eos_probability <= 1.0)) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("eos_probability must be in [0, 1], got {}", config.eos_probability));
-  }
-  return ValidateCostModel(config.cost);
+struct Scheduler::Sequence {
+  SequenceId id = 0;
+  std::int64_t prompt_len = 0;
+  std::int64_t max_tokens = 0;
+  std::int64_t min_tokens = 0;
+  bool ignore_eos = false;
+  std::uint64_t output_seed = 0;
+  std::vector<TokenId> tokens;  // prompt, then the generated tokens' ids
+  std::int64_t generated = 0;
+  std::int64_t computed = 0;  // leading tokens whose KV exists
+  KvSequence kv;
+  std::int64_t first_cached = -1;  // cached prompt tokens at the first admission; -1 before
+  MonoTime admitted;               // start of the step that first admitted it
+  bool running = false;
+  bool finished = false;
+  bool aborted = false;
+  std::int64_t step_tokens = 0;  // tokens computed in the step in flight (0: not in it)
+
+  std::int64_t Pending() const { return prompt_len + generated - computed; }
+  bool Decoding() const { return generated >= 1 && Pending() == 1; }
+};
+
+struct Scheduler::Impl {
+  explicit Impl(const EngineConfig& config)
+      : kv(config.kv), rng(config.seed), noise_rng(config.seed ^ 0x6e6f697365ULL) {}
+
+  KvCache kv;
+  Rng rng;        // EOS draws
+  Rng noise_rng;  // step-time noise draws
+  std::unordered_map<SequenceId, std::unique_ptr<Sequence>> sequences;  // waiting and running
+  std::deque<Sequence*> waiting;   // queue order (preempted sequences re-enter at the front)
+  std::vector<Sequence*> running;  // admission order
+  // kStaticBatch: members of the running batch that finished; they keep their KV and pad every
+  // step until the batch ends.
+  std::vector<std::unique_ptr<Sequence>> padding;
+  std::vector<Sequence*> step;  // scheduled in the step in flight, in event order
+  std::vector<std::unique_ptr<Sequence>> aborted_in_step;  // freed when the step finishes
+  std::vector<TokenEvent> events;
+  // Output token ids for output_seed 0 (what clients that send no seed get), computed once.
+  std::vector<TokenId> seed0_output_ids;
+  SequenceId next_id = 1;
+  EngineCounters counters;
+};
+
+namespace {
+
+// Log-normal factor with mean 1 and coefficient of variation `cv`.
+double NoiseFactor(Rng& rng, double cv) {
+  const double sigma2 = std::log1p(cv * cv);
+  return std::exp(std::sqrt(sigma2) * rng.Normal() - sigma2 / 2.0);
 }
+
+std::int64_t ChunkLimit(const EngineConfig& config, std::int64_t budget) {
+  if (!config.chunked_prefill) return budget;
+  return config.prefill_chunk_tokens > 0 ? std::min(config.prefill_chunk_tokens, budget) : budget;
+}
+
+}  // namespace
 
 SingleRequestTiming ExpectedSingleRequest(const EngineConfig& config, std::int64_t prompt_tokens,
                                           std::int64_t output_tokens) {
-  BAKEOFF_CHECK(prompt_tokens >= 0 && output_tokens >= 1)
+  BAKEOFF_CHECK(prompt_tokens >= 1 && output_tokens >= 1)
       << "prompt " << prompt_tokens << " output " << output_tokens;
   SingleRequestTiming timing;
-  timing.ttft = StepTime(config.cost, StepWork{prompt_tokens, 0, prompt_tokens});
   // Sum the same per-step durations the scheduler uses, so the rounding matches exactly.
+  for (std::int64_t computed = 0; computed < prompt_tokens;) {
+    const std::int64_t chunk =
+        config.chunked_prefill
+            ? std::min(prompt_tokens - computed, ChunkLimit(config, config.max_batched_tokens))
+            : prompt_tokens;
+    computed += chunk;
+    timing.ttft += StepTime(config.cost, StepWork{chunk, 0, computed});
+  }
   Nanos decode_total{0};
   for (std::int64_t k = 1; k < output_tokens; ++k) {
     decode_total += StepTime(config.cost, StepWork{0, 1, prompt_tokens + k});
@@ -46,128 +99,345 @@ SingleRequestTiming ExpectedSingleRequest(const EngineConfig& config, std::int64
   return timing;
 }
 
-Scheduler::Scheduler(EngineConfig config) : config_(std::move(config)), rng_(config_.seed) {
+Scheduler::Scheduler(EngineConfig config) : config_(std::move(config)) {
   Status valid = ValidateEngineConfig(config_);
   BAKEOFF_CHECK(valid.ok()) << valid.error().message;
+  impl_ = std::make_unique<Impl>(config_);
 }
 
-Result<SequenceId> Scheduler::Add(const SequenceRequest& request) {
-  if (request.prompt_tokens < 0 || request.max_tokens < 1 || request.min_tokens < 0) {
+Scheduler::~Scheduler() = default;
+
+bool Scheduler::HasWork() const { return !impl_->running.empty() || !impl_->waiting.empty(); }
+std::size_t Scheduler::num_running() const { return impl_->running.size(); }
+std::size_t Scheduler::num_waiting() const { return impl_->waiting.size(); }
+
+EngineCounters Scheduler::counters() const {
+  EngineCounters counters = impl_->counters;
+  counters.running = static_cast<std::int64_t>(impl_->running.size());
+  counters.waiting = static_cast<std::int64_t>(impl_->waiting.size());
+  counters.kv = impl_->kv.stats();
+  return counters;
+}
+
+Result<SequenceId> Scheduler::Add(SequenceRequest request) {
+  const auto prompt = static_cast<std::int64_t>(request.prompt.size());
+  if (prompt < 1 || request.max_tokens < 1 || request.min_tokens < 0) {
     return MakeError(ErrorCode::kInvalidInput,
                      fmt::format("invalid request: prompt_tokens {}, max_tokens {}, min_tokens {}",
-                                 request.prompt_tokens, request.max_tokens, request.min_tokens));
+                                 prompt, request.max_tokens, request.min_tokens));
   }
-  if (request.prompt_tokens + request.max_tokens > config_.max_model_len) {
+  if (prompt + request.max_tokens > config_.max_model_len) {
     return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("prompt_tokens {} + max_tokens {} exceeds max_model_len {}",
-                                 request.prompt_tokens, request.max_tokens, config_.max_model_len));
+                     fmt::format("prompt_tokens {} + max_tokens {} exceeds max_model_len {}", prompt,
+                                 request.max_tokens, config_.max_model_len));
   }
-  const SequenceId id = next_id_++;
-  sequences_.emplace(id, Sequence{request, 0, false});
-  waiting_.push_back(id);
-  ++num_waiting_;
+  auto seq = std::make_unique<Sequence>();
+  seq->id = impl_->next_id++;
+  seq->prompt_len = prompt;
+  seq->max_tokens = request.max_tokens;
+  seq->min_tokens = request.min_tokens;
+  seq->ignore_eos = request.ignore_eos;
+  seq->output_seed = request.output_seed;
+  seq->tokens = std::move(request.prompt);
+  seq->tokens.reserve(static_cast<std::size_t>(prompt + request.max_tokens));
+  impl_->waiting.push_back(seq.get());
+  const SequenceId id = seq->id;
+  impl_->sequences.emplace(id, std::move(seq));
   return id;
 }
 
 void Scheduler::Abort(SequenceId id) {
-  auto it = sequences_.find(id);
-  if (it == sequences_.end()) return;
-  if (it->second.running) {
-    running_.erase(std::find(running_.begin(), running_.end(), id));
+  auto it = impl_->sequences.find(id);
+  if (it == impl_->sequences.end()) return;
+  Sequence* seq = it->second.get();
+  if (seq->running) {
+    impl_->running.erase(std::find(impl_->running.begin(), impl_->running.end(), seq));
   } else {
-    --num_waiting_;  // its waiting_ entry is skipped when it reaches the front
+    impl_->waiting.erase(std::find(impl_->waiting.begin(), impl_->waiting.end(), seq));
   }
-  sequences_.erase(it);
+  impl_->kv.Release(seq->kv);
+  seq->aborted = true;
+  if (seq->step_tokens > 0) impl_->aborted_in_step.push_back(std::move(it->second));
+  impl_->sequences.erase(it);
 }
 
 std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
   BAKEOFF_CHECK(!step_in_flight_) << "BeginStep with a step in flight";
+  Impl& m = *impl_;
+  ReleasePaddingIfBatchOver();
   if (!HasWork()) return std::nullopt;
+
   StepPlan plan;
   plan.start = now;
   std::int64_t budget = config_.max_batched_tokens;
-  step_decodes_.clear();
-  step_prefills_.clear();
+  m.step.clear();
 
-  // 1. Decodes: ValidateEngineConfig guarantees max_batched_tokens >= max_num_seqs >= running,
-  // so every running sequence fits.
-  for (SequenceId id : running_) {
-    const Sequence& seq = sequences_.at(id);
-    step_decodes_.push_back(id);
-    plan.work.decode_seqs += 1;
-    plan.work.kv_tokens += seq.request.prompt_tokens + seq.generated;
-    budget -= 1;
-  }
-
-  // 2. FCFS admissions.
-  while (static_cast<std::int64_t>(running_.size()) < config_.max_num_seqs && !waiting_.empty()) {
-    const SequenceId id = waiting_.front();
-    auto it = sequences_.find(id);
-    if (it == sequences_.end()) {  // aborted while waiting
-      waiting_.pop_front();
-      continue;
+  // Puts `seq` in the step for `tokens` more tokens of KV (already allocated).
+  auto schedule = [&](Sequence* seq, std::int64_t tokens) {
+    seq->step_tokens = tokens;
+    m.step.push_back(seq);
+    budget -= tokens;
+    if (seq->Decoding()) {
+      plan.work.decode_seqs += 1;
+    } else {
+      plan.work.prefill_tokens += tokens;
+      plan.prefill_seqs += 1;
+      m.counters.prefill_tokens += static_cast<std::uint64_t>(tokens);
     }
-    const std::int64_t prompt = it->second.request.prompt_tokens;
-    const bool fits = prompt <= budget;
-    const bool oversized_alone = prompt > config_.max_batched_tokens && step_prefills_.empty();
-    if (!fits && !oversized_alone) break;
-    waiting_.pop_front();
-    --num_waiting_;
-    it->second.running = true;
-    running_.push_back(id);
-    step_prefills_.push_back(id);
-    plan.work.prefill_tokens += prompt;
-    plan.work.kv_tokens += prompt;
-    budget = fits ? budget - prompt : 0;
-  }
-  plan.prefill_seqs = static_cast<std::int64_t>(step_prefills_.size());
+    plan.work.kv_tokens += seq->computed + tokens;
+  };
 
-  if (step_decodes_.empty() && step_prefills_.empty()) {
-    // Only reachable when every queued entry was aborted (skipped above).
-    return std::nullopt;
+  // Takes `seq` out of the step again (it was preempted after being scheduled).
+  auto unschedule = [&](Sequence* seq) {
+    m.step.erase(std::find(m.step.begin(), m.step.end(), seq));
+    budget += seq->step_tokens;
+    if (seq->Decoding()) {
+      plan.work.decode_seqs -= 1;
+    } else {
+      plan.work.prefill_tokens -= seq->step_tokens;
+      plan.prefill_seqs -= 1;
+      m.counters.prefill_tokens -= static_cast<std::uint64_t>(seq->step_tokens);
+    }
+    plan.work.kv_tokens -= seq->computed + seq->step_tokens;
+    seq->step_tokens = 0;
+  };
+
+  // Sends the last admitted running sequence back to the front of the queue, keeping what it
+  // generated; its KV is released and recomputed on readmission.
+  auto preempt_last = [&]() {
+    Sequence* victim = m.running.back();
+    m.running.pop_back();
+    if (victim->step_tokens > 0) unschedule(victim);
+    m.kv.Release(victim->kv);
+    victim->computed = 0;
+    victim->running = false;
+    m.waiting.push_front(victim);
+    ++plan.preempted;
+    ++m.counters.preemptions;
+    return victim;
+  };
+
+  // Grows a running sequence's KV by `tokens`, preempting from the back until it fits; false
+  // when `seq` itself was preempted.
+  auto grow_running = [&](Sequence* seq, std::int64_t tokens) {
+    while (!m.kv.Grow(seq->kv, seq->tokens, seq->computed + tokens, /*keep_watermark=*/false)) {
+      if (preempt_last() == seq) return false;
+    }
+    return true;
+  };
+
+  // Pass 1: every running sequence that decodes, in admission order.
+  auto decode_running = [&]() {
+    for (std::size_t i = 0; i < m.running.size(); ++i) {
+      Sequence* seq = m.running[i];
+      if (!seq->Decoding()) continue;
+      if (grow_running(seq, 1)) schedule(seq, 1);
+    }
+  };
+
+  // Pass 2: running sequences with an unfinished prefill continue it; at most `max_seqs`.
+  auto continue_prefills = [&](std::int64_t max_seqs) {
+    for (std::size_t i = 0; i < m.running.size() && budget > 0 && max_seqs > 0; ++i) {
+      Sequence* seq = m.running[i];
+      if (seq->Decoding() || seq->step_tokens > 0) continue;
+      const std::int64_t chunk = std::min(seq->Pending(), ChunkLimit(config_, budget));
+      if (grow_running(seq, chunk)) {
+        schedule(seq, chunk);
+        --max_seqs;
+      }
+    }
+    return max_seqs;
+  };
+
+  // Pass 3: admit waiting requests in queue order; at most `max_seqs`.
+  auto admit = [&](std::int64_t max_seqs, bool ignore_budget) {
+    if (plan.preempted > 0) return;  // as vLLM: the victim would only come straight back
+    const std::int64_t watermark_tokens =
+        static_cast<std::int64_t>(std::ceil(config_.kv.watermark * config_.kv.num_blocks)) *
+        config_.kv.block_tokens;
+    while (!m.waiting.empty() && max_seqs > 0 &&
+           static_cast<std::int64_t>(m.running.size()) < config_.max_num_seqs &&
+           (budget > 0 || ignore_budget)) {
+      Sequence* seq = m.waiting.front();
+      const std::span<const TokenId> context(seq->tokens.data(),
+                                             static_cast<std::size_t>(seq->prompt_len + seq->generated));
+      // Cheap refusal before touching the cache's counters and LRU order: the chunk needs at
+      // least this many free or evictable slots beyond the watermark. On an idle engine it always
+      // passes (validation guarantees room for one max_model_len request), so nothing strands.
+      const std::int64_t cached = m.kv.MatchLength(context);
+      const std::int64_t need = static_cast<std::int64_t>(context.size()) - cached;
+      std::int64_t chunk = need;
+      if (!ignore_budget) {
+        if (config_.chunked_prefill) {
+          chunk = std::min(need, ChunkLimit(config_, budget));
+        } else if (need > budget) {
+          break;  // strict order: nothing overtakes a prompt that does not fit
+        }
+      }
+      if (m.kv.AvailableTokens() - watermark_tokens < chunk) break;
+      m.kv.Begin(seq->kv, context);
+      seq->computed = seq->kv.tokens;
+      chunk = std::min(chunk, seq->Pending());
+      if (!m.kv.Grow(seq->kv, seq->tokens, seq->computed + chunk, /*keep_watermark=*/true)) {
+        m.kv.Release(seq->kv);
+        seq->computed = 0;
+        break;
+      }
+      m.waiting.pop_front();
+      if (seq->first_cached < 0) {
+        seq->first_cached = seq->computed;
+        seq->admitted = now;
+        m.counters.prompt_tokens += static_cast<std::uint64_t>(seq->prompt_len);
+      }
+      seq->running = true;
+      m.running.push_back(seq);
+      schedule(seq, chunk);
+      --max_seqs;
+    }
+  };
+
+  constexpr std::int64_t kAny = INT64_MAX;
+  switch (config_.policy) {
+    case SchedulingPolicy::kFcfs:
+      decode_running();
+      admit(continue_prefills(kAny), false);
+      break;
+    case SchedulingPolicy::kLongestPrefixMatch:
+      decode_running();
+      if (plan.preempted == 0 && m.waiting.size() > 1 && m.waiting.size() <= kLpmMaxQueue) {
+        SortWaitingByPrefixMatch();
+      }
+      admit(continue_prefills(kAny), false);
+      break;
+    case SchedulingPolicy::kPrefillFirst:
+      admit(continue_prefills(kAny), false);
+      if (m.step.empty()) decode_running();
+      break;
+    case SchedulingPolicy::kDecodeFirst:
+      decode_running();
+      if (m.step.empty()) {
+        admit(continue_prefills(kAny), false);
+      } else {
+        admit(continue_prefills(1), false);  // at most one prefill next to decodes
+      }
+      break;
+    case SchedulingPolicy::kStaticBatch:
+      if (m.running.empty()) {
+        admit(kAny, /*ignore_budget=*/true);
+      } else {
+        decode_running();
+        if (m.running.empty()) ReleasePaddingIfBatchOver();  // every member was preempted
+        for (const auto& member : m.padding) {  // finished members still take their slot
+          plan.work.decode_seqs += 1;
+          plan.work.kv_tokens += member->computed;
+        }
+      }
+      break;
   }
-  plan.end = now + StepTime(config_.cost, plan.work);
+
+  if (m.step.empty()) return std::nullopt;  // e.g. the head of the queue waits for KV
+  double millis = StepMillis(config_.cost, plan.work);
+  if (config_.step_noise_cv > 0) millis *= NoiseFactor(m.noise_rng, config_.step_noise_cv);
+  plan.end = now + Nanos(std::llround(millis * 1e6));
   step_in_flight_ = true;
   return plan;
 }
 
-TokenEvent Scheduler::Emit(SequenceId id, Sequence& seq) {
-  TokenEvent event;
-  event.id = id;
-  event.index = seq.generated;
-  seq.generated += 1;
-  if (seq.generated >= seq.request.max_tokens) {
-    event.finish = FinishReason::kLength;
-  } else if (config_.eos_probability > 0.0 && !seq.request.ignore_eos &&
-             seq.generated >= seq.request.min_tokens && rng_.Uniform() < config_.eos_probability) {
-    event.finish = FinishReason::kStop;
-  }
-  return event;
+namespace {
+
+// The id the tokenizer gives output word `index` when a later prompt quotes it: the word without
+// the space that follows it.
+TokenId OutputWordId(std::uint64_t seed, std::uint64_t index) {
+  std::string_view piece = OutputPiece(seed, index);
+  piece.remove_suffix(1);
+  return PieceId(piece);
 }
 
-std::vector<TokenEvent> Scheduler::FinishStep() {
+}  // namespace
+
+TokenId Scheduler::OutputTokenId(std::uint64_t seed, std::int64_t index) {
+  const auto i = static_cast<std::size_t>(index);
+  if (seed != 0) return OutputWordId(seed, i);
+  std::vector<TokenId>& ids = impl_->seed0_output_ids;
+  while (ids.size() <= i) ids.push_back(OutputWordId(0, ids.size()));
+  return ids[i];
+}
+
+void Scheduler::ReleasePaddingIfBatchOver() {
+  Impl& m = *impl_;
+  if (!m.running.empty() || m.padding.empty()) return;
+  for (auto& member : m.padding) m.kv.Release(member->kv);
+  m.padding.clear();
+}
+
+void Scheduler::SortWaitingByPrefixMatch() {
+  Impl& m = *impl_;
+  std::vector<std::pair<std::int64_t, Sequence*>> ranked;
+  ranked.reserve(m.waiting.size());
+  for (Sequence* seq : m.waiting) {
+    const std::span<const TokenId> context(seq->tokens.data(),
+                                           static_cast<std::size_t>(seq->prompt_len + seq->generated));
+    ranked.emplace_back(m.kv.MatchLength(context), seq);
+  }
+  // Longest match first; ties by arrival (ids are given in arrival order).
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->id < b.second->id;
+  });
+  for (std::size_t i = 0; i < ranked.size(); ++i) m.waiting[i] = ranked[i].second;
+}
+
+std::span<const TokenEvent> Scheduler::FinishStep() {
   BAKEOFF_CHECK(step_in_flight_) << "FinishStep without a step in flight";
   step_in_flight_ = false;
-  ++steps_completed_;
-  std::vector<TokenEvent> events;
-  events.reserve(step_decodes_.size() + step_prefills_.size());
+  Impl& m = *impl_;
+  ++m.counters.steps;
+  m.events.clear();
+  const bool caching = config_.kv.prefix_caching != PrefixCaching::kNone;
   bool any_finished = false;
-  auto produce = [&](SequenceId id) {
-    auto it = sequences_.find(id);
-    if (it == sequences_.end()) return;  // aborted during the step
-    TokenEvent event = Emit(id, it->second);
+  for (Sequence* seq : m.step) {
+    if (seq->aborted) continue;
+    seq->computed += seq->step_tokens;
+    seq->step_tokens = 0;
+    if (seq->Pending() > 0) continue;  // a chunk of a longer prefill
+    TokenEvent event;
+    event.id = seq->id;
+    event.index = seq->generated;
+    if (event.index == 0) {
+      event.cached_prompt_tokens = seq->first_cached;
+      event.admitted = seq->admitted;
+    }
+    seq->tokens.push_back(caching ? OutputTokenId(seq->output_seed, seq->generated) : 0);
+    seq->generated += 1;
+    ++m.counters.generation_tokens;
+    if (seq->generated >= seq->max_tokens) {
+      event.finish = FinishReason::kLength;
+    } else if (config_.eos_probability > 0.0 && !seq->ignore_eos &&
+               seq->generated >= seq->min_tokens && m.rng.Uniform() < config_.eos_probability) {
+      event.finish = FinishReason::kStop;
+    }
     if (event.finish) {
-      sequences_.erase(it);
+      seq->running = false;
+      seq->finished = true;
       any_finished = true;
     }
-    events.push_back(event);
-  };
-  for (SequenceId id : step_decodes_) produce(id);
-  for (SequenceId id : step_prefills_) produce(id);
-  if (any_finished) {
-    std::erase_if(running_, [this](SequenceId id) { return !sequences_.contains(id); });
+    m.events.push_back(event);
   }
-  return events;
+  if (any_finished) {
+    std::erase_if(m.running, [](const Sequence* seq) { return seq->finished; });
+    for (const TokenEvent& event : m.events) {
+      if (!event.finish) continue;
+      auto it = m.sequences.find(event.id);
+      if (config_.policy == SchedulingPolicy::kStaticBatch) {
+        m.padding.push_back(std::move(it->second));
+      } else {
+        m.kv.Release(it->second->kv);
+      }
+      m.sequences.erase(it);
+    }
+  }
+  ReleasePaddingIfBatchOver();
+  m.aborted_in_step.clear();
+  return m.events;
 }
 
 }  // namespace bakeoff::emulate

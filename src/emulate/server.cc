@@ -1,23 +1,29 @@
 // emulate/server.cc: Beast HTTP/1.1 transport for the emulated engine (contract in server.h).
 //
 // Design notes:
-// - One I/O thread owns everything (acceptor, connections, the step timer and the Scheduler), so
-//   nothing is locked; EmulatorServer's public methods reach it by posting.
+// - One I/O thread owns everything (acceptor, connections, timers, the Scheduler and the
+//   metrics), so nothing is locked; EmulatorServer's public methods reach it by posting.
 // - Reads use "wait until readable, then read what is there" (async_wait + non-blocking
 //   read_some into the connection's flat_buffer), so an idle or streaming connection holds no
-//   read buffer at all and a client disconnect is noticed while its stream is open. Requests are
-//   parsed with Beast's incremental parser (put()), which also sees pipelined requests.
+//   read buffer at all and a client disconnect is noticed while its stream is open (or while
+//   its request waits in the queue). Requests are parsed with Beast's incremental parser
+//   (put()), which also sees pipelined requests.
 // - Responses are written as raw bytes: a stream is one chunked HTTP/1.1 body (RFC 9112 7.1)
 //   whose chunks each hold every SSE event (WHATWG HTML "Server-sent events") produced for the
 //   connection since its last write: one engine step's tokens in modelled mode, up to
 //   kInstantBatchBytes of events in instant mode. Writes are gathered (header, chunk-size line,
 //   data, CRLF, last-chunk) so event bytes are never copied to frame them.
+// - Every accepted generation is "open" from acceptance until its last byte is written or its
+//   connection closes; the count of open generations is what a drain waits for.
 #include "emulate/server.h"
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +44,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <fmt/format.h>
 
+#include "core/rng.h"
+#include "emulate/metrics.h"
 #include "emulate/openai_api.h"
 
 namespace bakeoff::emulate {
@@ -62,8 +70,13 @@ constexpr Nanos kLingerTime = std::chrono::seconds(2);
 constexpr Nanos kMaxStepLag = std::chrono::milliseconds(10);
 // Retry delay after accept() fails (e.g. out of file descriptors).
 constexpr Nanos kAcceptRetry = std::chrono::milliseconds(50);
+// After AbortAll, how long the last bytes (error events) may take to be written.
+constexpr Nanos kAbortGrace = std::chrono::seconds(2);
 
 constexpr std::string_view kEmulatedHeader = "X-Bakeoff-Emulated: true\r\n";
+constexpr std::string_view kKeepAliveComment = ": keep-alive\n\n";
+
+constexpr std::array<std::string_view, 4> kStageNames = {"download", "load", "compile", "warmup"};
 
 MonoTime Now() { return std::chrono::steady_clock::now(); }
 
@@ -87,6 +100,12 @@ const char* Reason(int status) {
   }
 }
 
+ApiError Unavailable(std::string message) {
+  return ApiError{503, "ServiceUnavailableError", std::move(message), ""};
+}
+
+ApiError ShuttingDownError() { return Unavailable("the emulated server is shutting down"); }
+
 }  // namespace
 
 class Connection;
@@ -100,24 +119,53 @@ class EmulatorServer::Impl {
         step_timer_(io_),
         sweep_timer_(io_),
         accept_retry_timer_(io_),
+        startup_timer_(io_),
+        shutdown_timer_(io_),
         scheduler_(config_.engine),
+        fault_rng_(config_.faults.seed),
         request_base_(static_cast<std::uint64_t>(UnixSeconds()) << 24) {}
 
   Status Listen();
   void Run() { io_.run(); }
   void StopOnIoThread();
+  void BeginDrainOnIoThread(Nanos timeout);
+  void AbortAllOnIoThread();
 
   // --- used by Connection (I/O thread only) ---
   const EmulatorConfig& config() const { return config_; }
   const ServedModel& served() const { return served_; }
-  bool Loading() const { return Now() < ready_at_; }
+  bool Loading() const { return !ready_; }
+  bool ShuttingDown() const { return shutting_down_ || stopping_; }
+  bool ReportsCachedTokens() const {
+    return !config_.instant && config_.engine.kv.prefix_caching != PrefixCaching::kNone;
+  }
   std::uint64_t NextRequestNumber() { return request_base_ + (++requests_); }
   void CountRequest() { stats_requests_.fetch_add(1, std::memory_order_relaxed); }
+  RequestMetrics& metrics() { return metrics_; }
+  Rng& fault_rng() { return fault_rng_; }
+  std::size_t NumWaiting() const { return scheduler_.num_waiting(); }
+  // Counts a generation request toward --fault-crash-after; true when it crashed the server
+  // (every connection, the caller's included, is closed by then).
+  bool CountGenerationRequestAndMaybeCrash();
+  void CountRejected(std::uint64_t RequestMetrics::*reason) {
+    ++(metrics_.*reason);
+    stats_rejected_.fetch_add(1, std::memory_order_relaxed);
+  }
   // Queues a generation in the engine model; `connection` receives its tokens.
-  Result<SequenceId> AddSequence(const SequenceRequest& request, Connection* connection);
-  // Drops a generation whose client went away.
+  Result<SequenceId> AddSequence(SequenceRequest request, Connection* connection);
+  // Drops a generation whose client went away, whose stream failed or that a shutdown cut.
   void AbortSequence(SequenceId id);
+  // Instant-mode bookkeeping.
+  void InstantStarted(std::int64_t prompt_tokens);
+  void InstantTokens(std::int64_t tokens) { instant_generation_tokens_ += tokens; }
+  void InstantEnded(bool finished);
+  // An accepted generation begins / ends (its last byte written, or its connection closed).
+  void GenerationOpened() { ++open_generations_; }
+  void GenerationClosed(bool completed);
+  std::string RenderMetrics() const;
   void Unregister(Connection* connection);
+  // Hands the shutdown report to WaitShutdown() callers (once). Any thread once the loop is done.
+  void PublishShutdownDone();
 
   EmulatorConfig config_;
   ServedModel served_;
@@ -126,9 +174,12 @@ class EmulatorServer::Impl {
   asio::steady_timer step_timer_;
   asio::steady_timer sweep_timer_;
   asio::steady_timer accept_retry_timer_;
+  asio::steady_timer startup_timer_;
+  asio::steady_timer shutdown_timer_;
   Scheduler scheduler_;
+  Rng fault_rng_;
   std::uint16_t port_ = 0;
-  MonoTime ready_at_;
+  MonoTime started_at_;
   std::thread thread_;
   std::atomic<bool> stop_requested_{false};
 
@@ -137,24 +188,54 @@ class EmulatorServer::Impl {
   std::atomic<std::uint64_t> stats_requests_{0};
   std::atomic<std::uint64_t> stats_running_{0};
   std::atomic<std::uint64_t> stats_waiting_{0};
+  std::atomic<std::uint64_t> stats_finished_{0};
   std::atomic<std::uint64_t> stats_aborted_{0};
+  std::atomic<std::uint64_t> stats_rejected_{0};
   std::atomic<std::uint64_t> stats_steps_{0};
+  std::atomic<bool> stats_ready_{false};
+  std::atomic<bool> stats_crashed_{false};
+
+  // Shutdown completion, handed to WaitShutdown() callers.
+  std::mutex shutdown_mutex_;
+  std::condition_variable shutdown_cv_;
+  bool shutdown_done_ = false;  // guarded by shutdown_mutex_
+  ShutdownReport shutdown_report_;  // guarded by shutdown_mutex_ once shutdown_done_
 
  private:
   void DoAccept();
   void ArmSweep();
   void Sweep();
+  void RunStartupStage(std::size_t stage, Nanos offset);
+  void Log(const std::string& line) const {
+    if (config_.log) config_.log(line);
+  }
   // Starts a step now unless one is in flight (coalesced: many arrivals, one kick).
   void Kick();
   void BeginStep(MonoTime start);
   void OnStepDone();
   void PublishQueueStats();
+  void BeginShutdown();
+  void CutOpenGenerations();
+  void FinishShutdown();
+  void StopHard();
+  std::vector<std::shared_ptr<Connection>> AllConnections() const;
 
   bool stopping_ = false;
+  bool ready_ = false;
+  bool shutting_down_ = false;
+  bool shutdown_finished_ = false;
   bool kick_posted_ = false;
   MonoTime step_end_;
   std::uint64_t request_base_;
   std::uint64_t requests_ = 0;
+  std::uint64_t generation_requests_ = 0;
+  std::int64_t open_generations_ = 0;
+  ShutdownReport report_;
+  RequestMetrics metrics_;
+  std::int64_t instant_running_ = 0;
+  std::uint64_t instant_prompt_tokens_ = 0;
+  std::uint64_t instant_generation_tokens_ = 0;
+  std::vector<TokenEvent> step_events_;  // FinishStep()'s events, copied: handlers may Abort()
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
   std::unordered_map<SequenceId, Connection*> streams_;
 };
@@ -173,17 +254,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     DoRead();
   }
 
-  // Idempotent. Aborts the generation in progress, closes the socket and unregisters.
-  void Close() {
+  // Idempotent. Aborts the generation in progress, closes the socket and unregisters. With
+  // `reset`, the close sends a TCP RST instead of a FIN (a crashed process).
+  void Close(bool reset = false) {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     if (sequence_ != 0) {
       server_.AbortSequence(sequence_);
       sequence_ = 0;
     } else if (instant_generating_) {
-      server_.stats_aborted_.fetch_add(1, std::memory_order_relaxed);
+      instant_generating_ = false;
+      server_.InstantEnded(false);
     }
+    if (generation_open_) CloseGeneration(false);
+    CancelTimers();
     beast::error_code ec;
+    if (reset) socket_.set_option(asio::socket_base::linger(true, 0), ec);
     socket_.close(ec);
     server_.Unregister(this);
   }
@@ -193,22 +279,77 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if ((state_ == State::kReading || state_ == State::kLingering) && now >= deadline_) Close();
   }
 
-  // A token of this connection's sequence (modelled mode). The caller calls Flush() after the
-  // whole step has been dispatched.
-  void OnToken(const TokenEvent& event) {
-    if (state_ != State::kResponding || !renderer_) return;
+  bool generation_open() const { return generation_open_; }
+
+  // A token of this connection's sequence (modelled mode), produced by the step that ended at
+  // `now`. The caller calls Flush() after the whole step has been dispatched.
+  void OnToken(const TokenEvent& event, MonoTime now) {
+    if (state_ != State::kResponding || !renderer_ || !generation_open_) return;
+    RequestMetrics& metrics = server_.metrics();
+    if (event.index == 0) {
+      cached_tokens_ = event.cached_prompt_tokens;
+      metrics.ttft.Observe(ToSeconds(now - arrival_));
+      metrics.queue_time.Observe(ToSeconds(std::max(Nanos{0}, event.admitted - arrival_)));
+    } else {
+      metrics.inter_token.Observe(ToSeconds(now - last_token_at_));
+    }
+    last_token_at_ = now;
     emitted_ = event.index + 1;
-    if (event.finish) sequence_ = 0;  // the scheduler has already freed it
-    if (renderer_->spec().stream) {
-      if (event.index == 0) renderer_->AppendRoleEvent(pending_data_);
-      renderer_->AppendTokenEvent(pending_data_, event.index, event.finish);
-      if (event.finish) EndStream();
-    } else if (event.finish) {
-      SendBody(200, "application/json", renderer_->RenderFullBody(emitted_, *event.finish));
+    if (event.finish) {
+      sequence_ = 0;  // the scheduler has already freed it
+      metrics.e2e.Observe(ToSeconds(now - arrival_));
+    }
+    if (!renderer_->spec().stream) {
+      if (event.finish) {
+        SendBody(200, "application/json",
+                 renderer_->RenderFullBody(emitted_, *event.finish, CachedTokens()));
+      }
+      return;
+    }
+    std::string& out = Out();
+    if (event.index == 0) renderer_->AppendRoleEvent(out);
+    const bool error_now = stream_error_after_ && emitted_ >= *stream_error_after_ && !event.finish;
+    const bool stall_now = stall_after_ && emitted_ == *stall_after_ && !event.finish;
+    if (event.finish || error_now || stall_now ||
+        emitted_ - sent_tokens_ >= server_.config().tokens_per_event) {
+      renderer_->AppendTokensEvent(out, sent_tokens_, emitted_ - sent_tokens_, event.finish);
+      sent_tokens_ = emitted_;
+    }
+    if (event.finish) {
+      EndStream();
+    } else if (error_now) {
+      FailStream();
+    } else if (stall_now) {
+      BeginStall();
     }
   }
 
   void Flush() { StartWrite(); }
+
+  // AbortAll: ends the generation in progress with an error and closes after writing it.
+  void AbortForShutdown() {
+    if (state_ != State::kResponding || !generation_open_) return;
+    keep_alive_ = false;
+    if (response_queued_ || writing_final_ || held_final_) return;  // already complete
+    aborted_ = true;
+    if (sequence_ != 0) {
+      server_.AbortSequence(sequence_);
+      sequence_ = 0;
+    }
+    if (instant_generating_) {
+      instant_generating_ = false;
+      server_.InstantEnded(false);
+    }
+    if (!renderer_ || !renderer_->spec().stream) {
+      SendError(Unavailable("the request was aborted: the server is shutting down"));
+      return;
+    }
+    EndStall();
+    ResponseRenderer::AppendErrorEvent(
+        pending_data_, Unavailable("the request was aborted: the server is shutting down"));
+    response_queued_ = true;
+    StartWrite();
+  }
 
  private:
   enum class State : std::uint8_t { kReading, kResponding, kLingering, kClosed };
@@ -297,8 +438,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void HandleRequest(http::request<http::string_body>& request) {
     server_.CountRequest();
+    arrival_ = Now();
     state_ = State::kResponding;
-    keep_alive_ = request.keep_alive();
+    keep_alive_ = request.keep_alive() && !server_.ShuttingDown();
     chunked_ = request.version() >= 11;
     if (buffer_.size() == 0) buffer_.shrink_to_fit();  // hold no read memory while streaming
 
@@ -312,14 +454,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
     };
     const bool loading = server_.Loading();
     if (path == "/health") {
-      if (expect(http::verb::get)) SendBody(loading ? 503 : 200, "application/json", "");
+      if (!expect(http::verb::get)) return;
+      const bool healthy =
+          !server_.ShuttingDown() && (!loading || server_.config().faults.health_lies);
+      SendBody(healthy ? 200 : 503, "application/json", "");
+    } else if (path == "/metrics") {
+      if (!expect(http::verb::get)) return;
+      SendBody(200, "text/plain; version=0.0.4; charset=utf-8", server_.RenderMetrics());
     } else if (path == "/v1/models") {
       if (!expect(http::verb::get)) return;
       if (loading) return SendLoading();
       SendBody(200, "application/json", RenderModelsResponse(server_.served(), UnixSeconds()));
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!expect(http::verb::post)) return;
-      if (loading) return SendLoading();
+      if (server_.CountGenerationRequestAndMaybeCrash()) return;  // this connection is gone
+      if (server_.ShuttingDown()) {
+        server_.CountRejected(&RequestMetrics::rejected_shutting_down);
+        return SendError(ShuttingDownError());
+      }
+      if (loading) {
+        server_.CountRejected(&RequestMetrics::rejected_not_ready);
+        return SendLoading();
+      }
       BeginGeneration(path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions,
                       request.body());
     } else if (path == "/tokenize") {
@@ -333,56 +489,255 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  void SendLoading() {
-    SendError(ApiError{503, "ServiceUnavailableError", "the emulated model is still loading", ""});
+  void SendLoading() { SendError(Unavailable("the emulated model is still loading")); }
+
+  // Draws this request's faults, always in the same order, so a seed fixes which requests fail.
+  struct FaultDraws {
+    bool error = false;
+    bool stall = false;
+    bool stream_error = false;
+  };
+  FaultDraws DrawFaults() {
+    const FaultConfig& faults = server_.config().faults;
+    Rng& rng = server_.fault_rng();
+    FaultDraws draws;
+    if (faults.error_rate > 0) draws.error = rng.Uniform() < faults.error_rate;
+    if (faults.stall_rate > 0 && faults.stall > Nanos{0}) {
+      draws.stall = rng.Uniform() < faults.stall_rate;
+    }
+    if (faults.stream_error_rate > 0) draws.stream_error = rng.Uniform() < faults.stream_error_rate;
+    return draws;
   }
 
   void BeginGeneration(Endpoint endpoint, const std::string& body) {
     auto parsed = ParseGenerationRequest(endpoint, body, server_.served());
     if (auto* error = std::get_if<ApiError>(&parsed)) return SendError(*error);
-    const GenerationSpec& spec = std::get<GenerationSpec>(parsed);
-    renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds());
-    emitted_ = 0;
-    if (server_.config().instant) {
-      if (!spec.stream) {
+    GenerationSpec& spec = std::get<GenerationSpec>(parsed);
+    const FaultDraws faults = DrawFaults();
+    if (faults.error) {
+      ++server_.metrics().fault_errors;
+      return SendError(ApiError{500, "InternalServerError",
+                                "emulated fault: the engine failed this request "
+                                "(--fault-error-rate)",
+                                ""});
+    }
+    const EmulatorConfig& config = server_.config();
+    if (!config.instant && config.max_waiting > 0 &&
+        static_cast<std::int64_t>(server_.NumWaiting()) >= config.max_waiting) {
+      server_.CountRejected(&RequestMetrics::rejected_queue_full);
+      return SendError(Unavailable("The request queue is full."));
+    }
+    ResetGeneration();
+    if (spec.stream) {
+      const std::int64_t midway = spec.max_tokens / 2;
+      if (faults.stall) stall_after_ = midway;
+      if (faults.stream_error) stream_error_after_ = midway;
+    }
+    const bool stream = spec.stream;
+    const std::int64_t prompt_tokens = spec.prompt_tokens;
+    if (config.instant) {
+      std::vector<TokenId>().swap(spec.prompt);  // the renderer needs only the count
+      renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds());
+      if (!stream) {
+        server_.InstantStarted(prompt_tokens);
+        server_.InstantTokens(spec.max_tokens);
+        server_.InstantEnded(true);
         return SendBody(200, "application/json",
                         renderer_->RenderFullBody(spec.max_tokens, FinishReason::kLength));
       }
-      AppendStreamHead();
+      OpenGeneration();
+      server_.InstantStarted(prompt_tokens);
       instant_generating_ = true;
+      AppendStreamHead();
       return PumpInstant();
     }
-    SequenceRequest request{spec.prompt_tokens, spec.max_tokens, spec.min_tokens, spec.ignore_eos};
-    auto id = server_.AddSequence(request, this);
-    if (!id.ok()) return SendError(BadRequest(id.error().message));
+    SequenceRequest request;
+    request.prompt = std::move(spec.prompt);  // the renderer needs only the count
+    request.max_tokens = spec.max_tokens;
+    request.min_tokens = spec.min_tokens;
+    request.ignore_eos = spec.ignore_eos;
+    request.output_seed = spec.seed;
+    renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds());
+    auto id = server_.AddSequence(std::move(request), this);
+    if (!id.ok()) {
+      ResetGeneration();
+      return SendError(BadRequest(id.error().message));
+    }
     sequence_ = *id;
-    if (spec.stream) {
+    OpenGeneration();
+    if (stream) {
       AppendStreamHead();  // headers now, as a real server does before the first token
       StartWrite();
+      ArmKeepAlive();
+      if (stream_error_after_ == 0) {
+        FailStream();
+      } else if (stall_after_ == 0) {
+        BeginStall();
+      }
     }
   }
 
+  void ResetGeneration() {
+    renderer_.reset();
+    emitted_ = 0;
+    sent_tokens_ = 0;
+    cached_tokens_ = 0;
+    aborted_ = false;
+    wrote_since_tick_ = false;
+    stall_after_.reset();
+    stream_error_after_.reset();
+  }
+
+  void OpenGeneration() {
+    generation_open_ = true;
+    server_.GenerationOpened();
+  }
+
+  void CloseGeneration(bool completed) {
+    generation_open_ = false;
+    server_.GenerationClosed(completed);
+  }
+
+  std::optional<std::int64_t> CachedTokens() const {
+    if (!server_.ReportsCachedTokens()) return std::nullopt;
+    return cached_tokens_;
+  }
+
+  // Where stream events go: held back while a stall fault is in progress.
+  std::string& Out() { return stalled_ ? held_data_ : pending_data_; }
+
   // Renders up to kInstantBatchBytes of events, then writes them.
   void PumpInstant() {
+    if (stalled_ || !instant_generating_) return;
     const GenerationSpec& spec = renderer_->spec();
-    while (emitted_ < spec.max_tokens && pending_data_.size() < kInstantBatchBytes) {
-      if (emitted_ == 0) renderer_->AppendRoleEvent(pending_data_);
+    std::int64_t limit = spec.max_tokens;
+    if (stall_after_) limit = std::min(limit, *stall_after_);
+    if (stream_error_after_) limit = std::min(limit, *stream_error_after_);
+    const std::int64_t per_event = server_.config().tokens_per_event;
+    const std::int64_t before = emitted_;
+    if (emitted_ == 0 && limit > 0) renderer_->AppendRoleEvent(pending_data_);
+    while (emitted_ < limit && pending_data_.size() < kInstantBatchBytes) {
+      const std::int64_t n = std::min(per_event, limit - emitted_);
       std::optional<FinishReason> finish;
-      if (emitted_ + 1 == spec.max_tokens) finish = FinishReason::kLength;
-      renderer_->AppendTokenEvent(pending_data_, emitted_, finish);
-      ++emitted_;
+      if (emitted_ + n == spec.max_tokens) finish = FinishReason::kLength;
+      renderer_->AppendTokensEvent(pending_data_, emitted_, n, finish);
+      emitted_ += n;
     }
+    sent_tokens_ = emitted_;
+    server_.InstantTokens(emitted_ - before);
     if (emitted_ == spec.max_tokens) {
       instant_generating_ = false;
+      server_.InstantEnded(true);
       EndStream();
+    } else if (stream_error_after_ && emitted_ == *stream_error_after_) {
+      instant_generating_ = false;
+      server_.InstantEnded(false);
+      FailStream();
+      return;
+    } else if (stall_after_ && emitted_ == *stall_after_) {
+      StartWrite();
+      BeginStall();
+      return;
     }
     StartWrite();
   }
 
   void EndStream() {
-    if (renderer_->spec().include_usage) renderer_->AppendUsageEvent(pending_data_, emitted_);
-    ResponseRenderer::AppendDone(pending_data_);
-    response_queued_ = true;
+    const GenerationSpec& spec = renderer_->spec();
+    std::string& out = Out();
+    if (spec.include_usage || server_.config().usage_always) {
+      renderer_->AppendUsageEvent(out, emitted_, CachedTokens());
+    }
+    if (!server_.config().faults.no_done) ResponseRenderer::AppendDone(out);
+    if (stalled_) {
+      held_final_ = true;
+    } else {
+      response_queued_ = true;
+    }
+  }
+
+  // --fault-stream-error-rate: an error event instead of the rest of the stream.
+  void FailStream() {
+    ++server_.metrics().fault_stream_errors;
+    aborted_ = true;
+    if (sequence_ != 0) {
+      server_.AbortSequence(sequence_);
+      sequence_ = 0;
+    }
+    std::string& out = Out();
+    ResponseRenderer::AppendErrorEvent(
+        out, ApiError{500, "InternalServerError",
+                      "emulated fault: the engine failed during generation "
+                      "(--fault-stream-error-rate)",
+                      ""});
+    if (!server_.config().faults.no_done) ResponseRenderer::AppendDone(out);
+    if (stalled_) {
+      held_final_ = true;
+    } else {
+      response_queued_ = true;
+      StartWrite();
+    }
+  }
+
+  // --fault-stall-ms: holds back every later event for the stall duration.
+  void BeginStall() {
+    ++server_.metrics().fault_stalls;
+    stall_after_.reset();  // once per stream
+    StartWrite();          // what was produced before the stall still goes out
+    stalled_ = true;
+    if (!stall_timer_) stall_timer_.emplace(socket_.get_executor());
+    stall_timer_->expires_after(server_.config().faults.stall);
+    stall_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->state_ == State::kClosed) return;
+      self->EndStall();
+      if (self->instant_generating_) return self->PumpInstant();
+      self->StartWrite();
+    });
+  }
+
+  void EndStall() {
+    if (!stalled_) return;
+    stalled_ = false;
+    if (stall_timer_) stall_timer_->cancel();
+    pending_data_ += held_data_;
+    held_data_.clear();
+    if (held_final_) {
+      held_final_ = false;
+      response_queued_ = true;
+    }
+  }
+
+  // --keepalive-comments-ms: ": keep-alive" while a stream has written nothing for a period.
+  void ArmKeepAlive() {
+    const Nanos period = server_.config().keepalive_comments;
+    if (period <= Nanos{0}) return;
+    if (!keepalive_timer_) keepalive_timer_.emplace(socket_.get_executor());
+    keepalive_timer_->expires_after(period);
+    keepalive_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->OnKeepAliveTick();
+    });
+  }
+
+  void OnKeepAliveTick() {
+    if (state_ != State::kResponding || !generation_open_ || !renderer_ || response_queued_ ||
+        writing_final_ || held_final_) {
+      return;
+    }
+    if (!wrote_since_tick_ && !stalled_) {
+      pending_data_ += kKeepAliveComment;
+      StartWrite();
+    }
+    wrote_since_tick_ = false;
+    ArmKeepAlive();
+  }
+
+  void CancelTimers() {
+    if (stall_timer_) stall_timer_->cancel();
+    if (keepalive_timer_) keepalive_timer_->cancel();
+    stalled_ = false;
+    held_data_.clear();
+    held_final_ = false;
   }
 
   void AppendStreamHead() {
@@ -416,6 +771,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartWrite() {
     if (writing_ || state_ == State::kClosed) return;
     if (pending_head_.empty() && pending_data_.empty() && !response_queued_) return;
+    if (!pending_data_.empty()) wrote_since_tick_ = true;
     std::swap(pending_head_, writing_head_);
     std::swap(pending_data_, writing_data_);
     pending_head_.clear();
@@ -451,18 +807,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     if (writing_final_) return OnResponseWritten();
-    if (instant_generating_) return PumpInstant();
-    StartWrite();  // events that arrived while writing
+    if (instant_generating_ && !stalled_) return PumpInstant();
+    StartWrite();  // events that arrived while writing (or before a stall began)
   }
 
   void OnResponseWritten() {
+    writing_final_ = false;
+    if (generation_open_) CloseGeneration(!aborted_);
+    if (keepalive_timer_) keepalive_timer_->cancel();
     renderer_.reset();
     raw_response_ = false;
     instant_generating_ = false;
     sequence_ = 0;
     if (writing_data_.capacity() > kInstantBatchBytes * 2) std::string().swap(writing_data_);
     if (pending_data_.capacity() > kInstantBatchBytes * 2) std::string().swap(pending_data_);
-    if (!keep_alive_) {
+    if (state_ == State::kClosed) return;  // a shutdown that just completed closed it
+    if (!keep_alive_ || server_.ShuttingDown()) {
       // Half-close and wait for the peer's FIN so unread request bytes cannot turn our close
       // into a reset that destroys the response in flight.
       beast::error_code ignored;
@@ -487,14 +847,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool request_started_ = false;
   MonoTime deadline_;
   // Response in progress.
+  MonoTime arrival_;                // when the request was parsed
   bool keep_alive_ = true;
   bool chunked_ = true;
   bool raw_response_ = false;       // a content-length response: no chunk framing
   bool response_queued_ = false;    // the response's last bytes are in pending_*
   bool instant_generating_ = false;
+  bool generation_open_ = false;    // an accepted generation not yet fully written
+  bool aborted_ = false;            // that generation was cut (fault or shutdown)
   std::optional<ResponseRenderer> renderer_;
   SequenceId sequence_ = 0;         // 0: none in the engine model
-  std::int64_t emitted_ = 0;
+  std::int64_t emitted_ = 0;        // output tokens produced for the client so far
+  std::int64_t sent_tokens_ = 0;    // of them, rendered into events (tokens_per_event)
+  std::int64_t cached_tokens_ = 0;  // prompt tokens the prefix cache served
+  MonoTime last_token_at_;
+  // Fault plan of the generation in progress (token counts after which they strike).
+  std::optional<std::int64_t> stall_after_;
+  std::optional<std::int64_t> stream_error_after_;
+  bool stalled_ = false;
+  bool held_final_ = false;         // the stream ended during a stall: its end is in held_data_
+  std::string held_data_;           // events produced during a stall
+  std::optional<asio::steady_timer> stall_timer_;
+  std::optional<asio::steady_timer> keepalive_timer_;
+  bool wrote_since_tick_ = false;
+  // Output buffers.
   std::string pending_head_;  // raw bytes (status line and headers, or a whole response)
   std::string pending_data_;  // stream body bytes, framed as one chunk when written
   std::string writing_head_;
@@ -522,20 +898,46 @@ Status EmulatorServer::Impl::Listen() {
                                                  config_.port, ec.message()));
   }
   port_ = acceptor_.local_endpoint(ec).port();
-  ready_at_ = Now() + config_.load_delay;
+  started_at_ = Now();
+  // The first handler the I/O thread runs, so no request is served before the stage state is set.
+  asio::post(io_, [this] { RunStartupStage(0, Nanos{0}); });
   DoAccept();
   ArmSweep();
   return Ok{};
 }
 
+// Logs the start of stage `stage` (skipping zero-length ones) and arms the timer for its end;
+// `offset` is the planned start of the stage relative to started_at_, so timer lateness does not
+// accumulate across stages.
+void EmulatorServer::Impl::RunStartupStage(std::size_t stage, Nanos offset) {
+  if (stopping_) return;
+  const std::array<Nanos, 4> durations = {config_.startup.download, config_.startup.load,
+                                          config_.startup.compile, config_.startup.warmup};
+  while (stage < durations.size() && durations[stage] <= Nanos{0}) ++stage;
+  const double t = ToSeconds(Now() - started_at_);
+  if (stage == durations.size()) {
+    ready_ = true;
+    stats_ready_.store(true, std::memory_order_relaxed);
+    Log(fmt::format("bakeoff emulate: ready t={:.3f}", t));
+    return;
+  }
+  Log(fmt::format("bakeoff emulate: stage={} state=start t={:.3f}", kStageNames[stage], t));
+  const Nanos end = offset + durations[stage];
+  startup_timer_.expires_at(started_at_ + end);
+  startup_timer_.async_wait([this, stage, end](beast::error_code ec) {
+    if (ec || stopping_) return;
+    RunStartupStage(stage + 1, end);
+  });
+}
+
 void EmulatorServer::Impl::DoAccept() {
   acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
-    if (stopping_) return;
+    if (stopping_ || shutting_down_) return;
     if (ec) {
       // Out of descriptors or a transient error: back off instead of spinning.
       accept_retry_timer_.expires_after(kAcceptRetry);
       accept_retry_timer_.async_wait([this](beast::error_code wait_ec) {
-        if (!wait_ec && !stopping_) DoAccept();
+        if (!wait_ec && !stopping_ && !shutting_down_) DoAccept();
       });
       return;
     }
@@ -559,12 +961,16 @@ void EmulatorServer::Impl::ArmSweep() {
   });
 }
 
-void EmulatorServer::Impl::Sweep() {
-  const MonoTime now = Now();
+std::vector<std::shared_ptr<Connection>> EmulatorServer::Impl::AllConnections() const {
   std::vector<std::shared_ptr<Connection>> all;
   all.reserve(connections_.size());
-  for (auto& [raw, connection] : connections_) all.push_back(connection);
-  for (auto& connection : all) connection->CheckDeadline(now);
+  for (const auto& [raw, connection] : connections_) all.push_back(connection);
+  return all;
+}
+
+void EmulatorServer::Impl::Sweep() {
+  const MonoTime now = Now();
+  for (auto& connection : AllConnections()) connection->CheckDeadline(now);
 }
 
 void EmulatorServer::Impl::Unregister(Connection* connection) {
@@ -572,9 +978,18 @@ void EmulatorServer::Impl::Unregister(Connection* connection) {
   stats_connections_.store(connections_.size(), std::memory_order_relaxed);
 }
 
-Result<SequenceId> EmulatorServer::Impl::AddSequence(const SequenceRequest& request,
+bool EmulatorServer::Impl::CountGenerationRequestAndMaybeCrash() {
+  ++generation_requests_;
+  if (config_.faults.crash_after == 0 || generation_requests_ < config_.faults.crash_after) {
+    return false;
+  }
+  StopHard();
+  return true;
+}
+
+Result<SequenceId> EmulatorServer::Impl::AddSequence(SequenceRequest request,
                                                      Connection* connection) {
-  auto id = scheduler_.Add(request);
+  auto id = scheduler_.Add(std::move(request));
   if (!id.ok()) return id;
   streams_.emplace(*id, connection);
   PublishQueueStats();
@@ -585,8 +1000,47 @@ Result<SequenceId> EmulatorServer::Impl::AddSequence(const SequenceRequest& requ
 void EmulatorServer::Impl::AbortSequence(SequenceId id) {
   if (streams_.erase(id) == 0) return;
   scheduler_.Abort(id);
+  ++metrics_.finished_abort;
   stats_aborted_.fetch_add(1, std::memory_order_relaxed);
   PublishQueueStats();
+}
+
+void EmulatorServer::Impl::InstantStarted(std::int64_t prompt_tokens) {
+  ++instant_running_;
+  instant_prompt_tokens_ += static_cast<std::uint64_t>(prompt_tokens);
+}
+
+void EmulatorServer::Impl::InstantEnded(bool finished) {
+  --instant_running_;
+  if (finished) {
+    ++metrics_.finished_length;
+    stats_finished_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    ++metrics_.finished_abort;
+    stats_aborted_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void EmulatorServer::Impl::GenerationClosed(bool completed) {
+  --open_generations_;
+  if (!shutting_down_ || shutdown_finished_) return;
+  if (completed) {
+    ++report_.finished;
+  } else {
+    ++report_.cut;
+  }
+  if (open_generations_ == 0) {
+    // Posted: the caller is in the middle of a connection's handler.
+    asio::post(io_, [this] { FinishShutdown(); });
+  }
+}
+
+std::string EmulatorServer::Impl::RenderMetrics() const {
+  EngineCounters engine = scheduler_.counters();
+  engine.running += instant_running_;
+  engine.prompt_tokens += instant_prompt_tokens_;
+  engine.generation_tokens += instant_generation_tokens_;
+  return RenderPrometheusMetrics(config_.served_model_name, engine, metrics_);
 }
 
 void EmulatorServer::Impl::Kick() {
@@ -612,22 +1066,32 @@ void EmulatorServer::Impl::BeginStep(MonoTime start) {
 }
 
 void EmulatorServer::Impl::OnStepDone() {
-  std::vector<TokenEvent> events = scheduler_.FinishStep();
+  std::span<const TokenEvent> finished = scheduler_.FinishStep();
+  step_events_.assign(finished.begin(), finished.end());
   stats_steps_.fetch_add(1, std::memory_order_relaxed);
+  const MonoTime now = Now();
   std::vector<std::shared_ptr<Connection>> touched;
-  touched.reserve(events.size());
-  for (const TokenEvent& event : events) {
+  touched.reserve(step_events_.size());
+  for (const TokenEvent& event : step_events_) {
     auto it = streams_.find(event.id);
     if (it == streams_.end()) continue;
     Connection* connection = it->second;
-    if (event.finish) streams_.erase(it);
-    connection->OnToken(event);
+    if (event.finish) {
+      streams_.erase(it);
+      if (*event.finish == FinishReason::kStop) {
+        ++metrics_.finished_stop;
+      } else {
+        ++metrics_.finished_length;
+      }
+      stats_finished_.fetch_add(1, std::memory_order_relaxed);
+    }
+    connection->OnToken(event, now);
     touched.push_back(connection->shared_from_this());
   }
   // One write per connection for the whole step.
   for (auto& connection : touched) connection->Flush();
+  PublishQueueStats();
   // Back to back in model time, unless the loop fell behind real time.
-  const MonoTime now = Now();
   BeginStep(now - step_end_ <= kMaxStepLag ? step_end_ : now);
 }
 
@@ -636,30 +1100,116 @@ void EmulatorServer::Impl::PublishQueueStats() {
   stats_waiting_.store(scheduler_.num_waiting(), std::memory_order_relaxed);
 }
 
+// Common to BeginDrain and AbortAll: no new connections, no new work.
+void EmulatorServer::Impl::BeginShutdown() {
+  shutting_down_ = true;
+  beast::error_code ec;
+  acceptor_.close(ec);
+  accept_retry_timer_.cancel();
+}
+
+void EmulatorServer::Impl::BeginDrainOnIoThread(Nanos timeout) {
+  if (stopping_ || shutting_down_) return;
+  BeginShutdown();
+  if (open_generations_ == 0) return FinishShutdown();
+  shutdown_timer_.expires_after(timeout);
+  shutdown_timer_.async_wait([this](beast::error_code ec) {
+    if (ec || shutdown_finished_) return;
+    CutOpenGenerations();
+    FinishShutdown();
+  });
+}
+
+void EmulatorServer::Impl::AbortAllOnIoThread() {
+  if (stopping_ || shutting_down_) return;
+  BeginShutdown();
+  for (auto& connection : AllConnections()) connection->AbortForShutdown();
+  if (open_generations_ == 0) return FinishShutdown();
+  shutdown_timer_.expires_after(kAbortGrace);
+  shutdown_timer_.async_wait([this](beast::error_code ec) {
+    if (ec || shutdown_finished_) return;
+    CutOpenGenerations();
+    FinishShutdown();
+  });
+}
+
+void EmulatorServer::Impl::CutOpenGenerations() {
+  for (auto& connection : AllConnections()) {
+    if (connection->generation_open()) connection->Close();
+  }
+}
+
+void EmulatorServer::Impl::FinishShutdown() {
+  if (shutdown_finished_) return;
+  shutdown_finished_ = true;
+  shutdown_timer_.cancel();
+  StopOnIoThread();
+}
+
+void EmulatorServer::Impl::PublishShutdownDone() {
+  {
+    std::lock_guard<std::mutex> lock(shutdown_mutex_);
+    if (shutdown_done_) return;
+    shutdown_done_ = true;
+    shutdown_report_ = report_;
+  }
+  shutdown_cv_.notify_all();
+}
+
 void EmulatorServer::Impl::StopOnIoThread() {
+  if (stopping_) return;
   stopping_ = true;
   beast::error_code ec;
   acceptor_.close(ec);
   step_timer_.cancel();
   sweep_timer_.cancel();
   accept_retry_timer_.cancel();
-  std::vector<std::shared_ptr<Connection>> all;
-  for (auto& [raw, connection] : connections_) all.push_back(connection);
-  for (auto& connection : all) connection->Close();
+  startup_timer_.cancel();
+  shutdown_timer_.cancel();
+  for (auto& connection : AllConnections()) connection->Close();
+  PublishQueueStats();
+  PublishShutdownDone();
+}
+
+// --fault-crash-after: what a crashed process looks like from outside: every connection reset,
+// nothing listening, no goodbye.
+void EmulatorServer::Impl::StopHard() {
+  stats_crashed_.store(true, std::memory_order_relaxed);
+  stopping_ = true;
+  beast::error_code ec;
+  acceptor_.close(ec);
+  step_timer_.cancel();
+  sweep_timer_.cancel();
+  accept_retry_timer_.cancel();
+  startup_timer_.cancel();
+  shutdown_timer_.cancel();
+  for (auto& connection : AllConnections()) connection->Close(/*reset=*/true);
+  PublishShutdownDone();
+  if (config_.on_crash) config_.on_crash();
 }
 
 // --- EmulatorServer ---
 
 Status ValidateEmulatorConfig(const EmulatorConfig& config) {
-  if (config.served_model_name.empty()) {
-    return MakeError(ErrorCode::kInvalidInput, "served_model_name must not be empty");
-  }
-  if (config.load_delay < Nanos{0}) {
-    return MakeError(ErrorCode::kInvalidInput, "load_delay must be >= 0");
+  auto invalid = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  if (config.served_model_name.empty()) return invalid("served_model_name must not be empty");
+  const StartupStages& s = config.startup;
+  if (s.download < Nanos{0} || s.load < Nanos{0} || s.compile < Nanos{0} || s.warmup < Nanos{0}) {
+    return invalid("startup stage durations must be >= 0");
   }
   if (config.idle_timeout <= Nanos{0} || config.request_timeout <= Nanos{0}) {
-    return MakeError(ErrorCode::kInvalidInput, "idle_timeout and request_timeout must be > 0");
+    return invalid("idle_timeout and request_timeout must be > 0");
   }
+  if (config.max_waiting < 0) return invalid("max_waiting must be >= 0");
+  if (config.tokens_per_event < 1) return invalid("tokens_per_event must be >= 1");
+  if (config.keepalive_comments < Nanos{0}) return invalid("keepalive_comments must be >= 0");
+  const FaultConfig& f = config.faults;
+  for (auto [name, rate] : {std::pair{"faults.error_rate", f.error_rate},
+                            std::pair{"faults.stall_rate", f.stall_rate},
+                            std::pair{"faults.stream_error_rate", f.stream_error_rate}}) {
+    if (!(rate >= 0 && rate <= 1)) return invalid(fmt::format("{} must be in [0, 1]", name));
+  }
+  if (f.stall < Nanos{0}) return invalid("faults.stall must be >= 0");
   return ValidateEngineConfig(config.engine);
 }
 
@@ -682,11 +1232,30 @@ std::uint16_t EmulatorServer::port() const { return impl_->port_; }
 
 const EmulatorConfig& EmulatorServer::config() const { return impl_->config_; }
 
+void EmulatorServer::BeginDrain(Nanos timeout) {
+  Impl* impl = impl_.get();
+  asio::post(impl->io_, [impl, timeout] { impl->BeginDrainOnIoThread(timeout); });
+}
+
+void EmulatorServer::AbortAll() {
+  Impl* impl = impl_.get();
+  asio::post(impl->io_, [impl] { impl->AbortAllOnIoThread(); });
+}
+
+std::optional<ShutdownReport> EmulatorServer::WaitShutdown(Nanos max_wait) {
+  std::unique_lock<std::mutex> lock(impl_->shutdown_mutex_);
+  if (!impl_->shutdown_cv_.wait_for(lock, max_wait, [this] { return impl_->shutdown_done_; })) {
+    return std::nullopt;
+  }
+  return impl_->shutdown_report_;
+}
+
 void EmulatorServer::Stop() {
   if (impl_->stop_requested_.exchange(true)) return;
   Impl* impl = impl_.get();
   asio::post(impl->io_, [impl] { impl->StopOnIoThread(); });
   if (impl->thread_.joinable()) impl->thread_.join();
+  impl->PublishShutdownDone();  // the loop may have ended before running the posted stop
 }
 
 EmulatorStats EmulatorServer::stats() const {
@@ -695,8 +1264,12 @@ EmulatorStats EmulatorServer::stats() const {
   stats.requests_total = impl_->stats_requests_.load(std::memory_order_relaxed);
   stats.running = impl_->stats_running_.load(std::memory_order_relaxed);
   stats.waiting = impl_->stats_waiting_.load(std::memory_order_relaxed);
+  stats.finished = impl_->stats_finished_.load(std::memory_order_relaxed);
   stats.aborted = impl_->stats_aborted_.load(std::memory_order_relaxed);
+  stats.rejected = impl_->stats_rejected_.load(std::memory_order_relaxed);
   stats.steps = impl_->stats_steps_.load(std::memory_order_relaxed);
+  stats.ready = impl_->stats_ready_.load(std::memory_order_relaxed);
+  stats.crashed = impl_->stats_crashed_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -66,7 +66,7 @@ std::vector<std::string_view> TokenPieces(std::string_view text) {
   return pieces;
 }
 
-std::uint32_t TokenId(std::string_view piece) {
+std::uint32_t PieceId(std::string_view piece) {
   std::uint32_t hash = 2166136261u;  // FNV-1a, 32-bit
   for (char c : piece) {
     hash ^= static_cast<unsigned char>(c);
@@ -77,7 +77,7 @@ std::uint32_t TokenId(std::string_view piece) {
 
 std::vector<std::uint32_t> TokenIds(std::string_view text) {
   std::vector<std::uint32_t> ids;
-  ForEachToken(text, [&](std::string_view piece) { ids.push_back(TokenId(piece)); });
+  ForEachToken(text, [&](std::string_view piece) { ids.push_back(PieceId(piece)); });
   return ids;
 }
 

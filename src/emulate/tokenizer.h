@@ -42,9 +42,9 @@ std::vector<std::string_view> TokenPieces(std::string_view text);
 
 // The id of one token: a 32-bit FNV-1a hash of its bytes modulo kVocabSize (equal pieces, equal
 // ids; different pieces usually differ).
-std::uint32_t TokenId(std::string_view piece);
+std::uint32_t PieceId(std::string_view piece);
 
-// TokenId of every token of `text`.
+// PieceId of every token of `text`.
 std::vector<std::uint32_t> TokenIds(std::string_view text);
 
 // The text of output token `index` for a request generated with `seed`: one word of 2-8 ASCII

@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "load/exchange.h"
 #include "load/prompt_text.h"
-#include "load/trace_prompt.h"
+#include "load/request_builder.h"
 #include "net/event_loop.h"
 
 namespace bakeoff::load {
@@ -31,11 +31,6 @@ Nanos ThreadCpuTime() {
   return std::chrono::seconds(now.tv_sec) + Nanos(now.tv_nsec);
 }
 
-std::uint64_t MixSeed(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
-  Rng rng(seed ^ (a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL));
-  return rng.Next();
-}
-
 // Shared by the workers of one step.
 struct StepContext {
   const RunSpec* run = nullptr;
@@ -52,8 +47,6 @@ struct StepContext {
   std::atomic<std::uint64_t> closed_loop_measured{0};
   std::atomic<std::uint64_t> session_turns_skipped{0};
 };
-
-using History = std::vector<std::pair<std::string, std::string>>;
 
 // A request built and encoded, waiting for its send instant.
 struct ReadyRequest {
@@ -179,38 +172,16 @@ class Worker {
   // A request of the run's fixed shape with its own corpus text.
   ReadyRequest MakeSyntheticRequest(std::uint64_t id) const {
     const RunSpec& run = *context_.run;
-    dialect::GenerationRequest request = run.target.request;
-    request.prompt = context_.prompts->Build(WordsForTokens(run.shape.prompt_tokens, run.target.words_per_token),
-                                             MixSeed(run.seed, context_.step_index, id));
-    request.max_tokens = run.shape.output_tokens;
-    return Ready(std::move(request), run.shape.prompt_tokens);
+    return Ready(BuildSyntheticRequest(run, *context_.prompts, context_.step_index, id),
+                 run.shape.prompt_tokens);
   }
 
   // Trace request `item`, with the real earlier turns of its session in `history`.
   ReadyRequest MakeTraceRequest(std::size_t item, History history) const {
-    const RunSpec& run = *context_.run;
     const workload::Trace& trace = *context_.step->trace;
-    const workload::TraceRequest& source = trace.requests[item];
-    TracePrompt text = BuildTracePrompt(*context_.prompts, source, trace.block_tokens,
-                                        run.target.words_per_token, MixSeed(run.seed, context_.step_index, item));
-    dialect::GenerationRequest request = run.target.request;
-    request.system = std::move(text.system);
-    request.history = std::move(text.history);
-    request.history.insert(request.history.begin(), std::make_move_iterator(history.begin()),
-                           std::make_move_iterator(history.end()));
-    if (request.api == dialect::Api::kCompletions) {
-      // No message structure: the conversation so far is one text.
-      std::string joined;
-      for (const auto& [role, content] : request.history) joined += content + "\n";
-      request.prompt = joined + text.prompt;
-      request.history.clear();
-    } else {
-      request.prompt = std::move(text.prompt);
-    }
-    request.max_tokens = std::max<std::uint32_t>(1, source.output_tokens);
-    if (request.min_tokens) request.min_tokens = request.max_tokens;
-    if (source.model) request.model = *source.model;
-    return Ready(std::move(request), source.input_tokens);
+    return Ready(BuildTraceRequest(*context_.run, trace, *context_.prompts, context_.step_index, item,
+                                   std::move(history)),
+                 trace.requests[item].input_tokens);
   }
 
   static ReadyRequest Ready(dialect::GenerationRequest request, std::uint32_t prompt_tokens_planned) {
@@ -376,7 +347,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     std::vector<PlannedSend> schedule;
     TracePlan trace_plan;
     if (step.mode == LoopMode::kOpen) {
-      schedule = BuildOpenLoopSchedule(step.open, step.limits, MixSeed(spec.seed, s, 0));
+      schedule = BuildOpenLoopSchedule(step.open, step.limits, RequestSeed(spec.seed, s, 0));
     } else if (step.mode == LoopMode::kTrace) {
       BAKEOFF_CHECK(step.trace != nullptr) << "a trace step needs a trace";
       trace_plan = BuildTracePlan(*step.trace, step.time_scale, step.limits);

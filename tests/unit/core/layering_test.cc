@@ -24,7 +24,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"workload", {"core", "stats", "workload"}},
     {"measure", {"core", "stats", "measure"}},
     {"load", {"core", "stats", "net", "dialect", "workload", "measure", "load"}},
-    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze"}},
+    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "emulate", "analyze"}},
     {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
     {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze", "emulate", "cli"}},
 };

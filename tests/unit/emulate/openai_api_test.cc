@@ -61,6 +61,38 @@ TEST(OpenAiApiTest, CompletionPromptForms) {
   EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":[[1,2]]})").prompt_tokens, 2);
 }
 
+TEST(OpenAiApiTest, PromptTokenIdsComeFromTheTokenizer) {
+  GenerationSpec text = ParseOk(Endpoint::kCompletions, R"({"prompt":"alpha beta gamma"})");
+  EXPECT_EQ(text.prompt, TokenIds("alpha beta gamma"));
+  EXPECT_EQ(text.prompt_tokens, 3);
+  EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":["alpha beta"]})").prompt,
+            TokenIds("alpha beta"));
+  // Chat: the contents joined with "\n" (text parts included), roles and other parts ignored.
+  GenerationSpec chat = ParseOk(Endpoint::kChat, R"({"messages":[
+      {"role":"system","content":"be brief"},
+      {"role":"user","content":[{"type":"text","text":"one two"},{"type":"image_url"},
+                                {"type":"text","text":"three"}]},
+      {"role":"assistant","content":null},
+      {"role":"user","content":"four"}]})");
+  EXPECT_EQ(chat.prompt, TokenIds("be brief\none two\nthree\nfour"));
+  EXPECT_EQ(chat.prompt_tokens, 6);
+}
+
+TEST(OpenAiApiTest, TokenIdArraysAreUsedModuloTheVocabulary) {
+  GenerationSpec spec = ParseOk(Endpoint::kCompletions, R"({"prompt":[5, 32000, 32005, 4294967296]})");
+  EXPECT_EQ(spec.prompt, (std::vector<TokenId>{5, 0, 5, static_cast<TokenId>(4294967296ULL % kVocabSize)}));
+  EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":[[7, 8]]})").prompt,
+            (std::vector<TokenId>{7, 8}));
+  EXPECT_EQ(ParseError(Endpoint::kCompletions, R"({"prompt":[1, -2]})").status, 400);
+  EXPECT_EQ(ParseError(Endpoint::kCompletions, R"({"prompt":[1, 2.5]})").status, 400);
+}
+
+TEST(OpenAiApiTest, ChatWithoutAnyTextIsRejected) {
+  ApiError error = ParseError(Endpoint::kChat, R"({"messages":[{"role":"user","content":null}]})");
+  EXPECT_EQ(error.status, 400);
+  EXPECT_EQ(error.param, "messages");
+}
+
 TEST(OpenAiApiTest, RejectsBadRequestsWith400) {
   const char* bad[] = {
       "not json",
@@ -203,6 +235,47 @@ TEST(OpenAiApiTest, CompletionEventsAndFullBodies) {
   EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(CountTokens(chat["choices"][0]["message"]["content"].get<std::string>()), 4u);
   EXPECT_EQ(chat["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(chat["usage"].contains("prompt_tokens_details"));
+}
+
+TEST(OpenAiApiTest, UsageCarriesCachedTokensWhenGiven) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kChat;
+  spec.prompt_tokens = 40;
+  ResponseRenderer renderer(spec, kServed, 3, 1);
+  std::string out;
+  renderer.AppendUsageEvent(out, 5, 32);
+  auto events = Events(out);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["usage"]["prompt_tokens"], 40);
+  EXPECT_EQ(events[0]["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(events[0]["usage"]["total_tokens"], 45);
+  EXPECT_EQ(events[0]["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
+  json body = json::parse(renderer.RenderFullBody(5, FinishReason::kStop, 0));
+  EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(OpenAiApiTest, SeveralTokensPerEventAndErrorEvents) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kCompletions;
+  spec.seed = 9;
+  ResponseRenderer renderer(spec, kServed, 4, 1);
+  std::string out;
+  renderer.AppendTokensEvent(out, 0, 3, std::nullopt);
+  renderer.AppendTokensEvent(out, 3, 1, FinishReason::kLength);
+  ResponseRenderer::AppendErrorEvent(out, ApiError{500, "InternalServerError", "boom", ""});
+  auto events = Events(out);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0]["choices"][0]["text"],
+            std::string(OutputPiece(9, 0)) + std::string(OutputPiece(9, 1)) +
+                std::string(OutputPiece(9, 2)));
+  EXPECT_TRUE(events[0]["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(events[1]["choices"][0]["text"], std::string(OutputPiece(9, 3)));
+  EXPECT_EQ(events[1]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(events[2]["error"]["message"], "boom");
+  EXPECT_EQ(events[2]["error"]["code"], 500);
+  EXPECT_EQ(events[2]["error"]["type"], "InternalServerError");
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 // Tests for emulate/cost_model.h and emulate/scheduler.h on explicit time (no sleeping).
 #include "emulate/scheduler.h"
 
+#include "emulate/tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace bakeoff::emulate {
@@ -13,10 +17,22 @@ using std::chrono::milliseconds;
 
 MonoTime T0() { return MonoTime{} + std::chrono::seconds(100); }
 
+// A prompt of `prompt` tokens no other prompt shares (ids from a running counter).
 SequenceRequest Req(std::int64_t prompt, std::int64_t max_tokens) {
+  static TokenId next = 1;
   SequenceRequest request;
-  request.prompt_tokens = prompt;
+  for (std::int64_t i = 0; i < prompt; ++i) request.prompt.push_back(next++ % kVocabSize);
   request.max_tokens = max_tokens;
+  return request;
+}
+
+// A prompt of `shared` tokens common to every call, then `own` tokens of its own.
+SequenceRequest SharedPrefixReq(std::int64_t shared, std::int64_t own, std::int64_t max_tokens) {
+  SequenceRequest request = Req(own, max_tokens);
+  std::vector<TokenId> prompt;
+  for (std::int64_t i = 0; i < shared; ++i) prompt.push_back(static_cast<TokenId>(31000 + i % 500));
+  prompt.insert(prompt.end(), request.prompt.begin(), request.prompt.end());
+  request.prompt = std::move(prompt);
   return request;
 }
 
@@ -138,6 +154,8 @@ TEST(SchedulerTest, TokenBudgetIsRespectedAndAdmissionIsStrictFcfs) {
   EngineConfig config;
   config.max_num_seqs = 8;
   config.max_batched_tokens = 1000;
+  config.max_model_len = 1000;
+  config.chunked_prefill = false;
   Scheduler scheduler(config);
   ASSERT_TRUE(scheduler.Add(Req(400, 10)).ok());
   ASSERT_TRUE(scheduler.Add(Req(400, 10)).ok());
@@ -159,60 +177,66 @@ TEST(SchedulerTest, TokenBudgetIsRespectedAndAdmissionIsStrictFcfs) {
   scheduler.FinishStep();
 }
 
-TEST(SchedulerTest, DecodesShrinkTheAdmissionBudget) {
+TEST(SchedulerTest, DecodesShrinkTheAdmissionBudgetWithoutChunking) {
   EngineConfig config;
-  config.max_num_seqs = 4;
-  config.max_batched_tokens = 100;
+  config.max_num_seqs = 8;
+  config.max_batched_tokens = 110;
+  config.max_model_len = 110;
+  config.chunked_prefill = false;
   Scheduler scheduler(config);
-  ASSERT_TRUE(scheduler.Add(Req(50, 10)).ok());
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(scheduler.Add(Req(1, 50)).ok());
   ASSERT_TRUE(scheduler.BeginStep(T0()));
   scheduler.FinishStep();
-  ASSERT_TRUE(scheduler.Add(Req(100, 10)).ok());  // 1 decode leaves 99: must wait
+  ASSERT_TRUE(scheduler.Add(Req(105, 5)).ok());  // 6 decodes leave 104: must wait
   auto plan = scheduler.BeginStep(T0() + std::chrono::seconds(1));
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->work.prefill_tokens, 0);
+  EXPECT_EQ(plan->work.decode_seqs, 6);
   EXPECT_EQ(scheduler.num_waiting(), 1u);
   scheduler.FinishStep();
 }
 
-TEST(SchedulerTest, OversizedPromptIsAdmittedAloneAndTakesTheStep) {
+TEST(SchedulerTest, ChunkedPrefillSplitsALongPromptAcrossSteps) {
   EngineConfig config;
   config.max_num_seqs = 8;
   config.max_batched_tokens = 1000;
   Scheduler scheduler(config);
-  ASSERT_TRUE(scheduler.Add(Req(10, 5)).ok());
+  ASSERT_TRUE(scheduler.Add(Req(10, 20)).ok());
   ASSERT_TRUE(scheduler.BeginStep(T0()));
   scheduler.FinishStep();  // one sequence now decoding
-  ASSERT_TRUE(scheduler.Add(Req(1500, 5)).ok());
-  ASSERT_TRUE(scheduler.Add(Req(10, 5)).ok());
-  auto plan = scheduler.BeginStep(T0() + std::chrono::seconds(1));
-  ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->prefill_seqs, 1);
-  EXPECT_EQ(plan->work.prefill_tokens, 1500);
-  EXPECT_EQ(plan->work.decode_seqs, 1);
-  EXPECT_EQ(scheduler.num_waiting(), 1u);
-  scheduler.FinishStep();
-  auto next = scheduler.BeginStep(plan->end);
-  ASSERT_TRUE(next);
-  EXPECT_EQ(next->work.prefill_tokens, 10);
-  scheduler.FinishStep();
+  SequenceId longer = *scheduler.Add(Req(2500, 5));
+  MonoTime now = T0() + std::chrono::seconds(1);
+  std::vector<std::int64_t> chunks;
+  std::optional<MonoTime> first_token;
+  while (!first_token) {
+    auto plan = scheduler.BeginStep(now);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->work.decode_seqs, 1);  // the decoder is never paused
+    EXPECT_LE(plan->work.prefill_tokens + plan->work.decode_seqs, config.max_batched_tokens);
+    chunks.push_back(plan->work.prefill_tokens);
+    now = plan->end;
+    for (const TokenEvent& event : scheduler.FinishStep()) {
+      if (event.id == longer) first_token = now;
+    }
+  }
+  EXPECT_EQ(chunks, (std::vector<std::int64_t>{999, 999, 502}));
 }
 
-TEST(SchedulerTest, OversizedPromptWaitsBehindAnotherPrefillInTheSameStep) {
+TEST(SchedulerTest, ChunkSizeLimitsOneSequencesPrefillPerStep) {
   EngineConfig config;
-  config.max_num_seqs = 8;
-  config.max_batched_tokens = 1000;
+  config.prefill_chunk_tokens = 256;
   Scheduler scheduler(config);
-  ASSERT_TRUE(scheduler.Add(Req(10, 5)).ok());
-  ASSERT_TRUE(scheduler.Add(Req(1500, 5)).ok());
-  auto plan = scheduler.BeginStep(T0());
-  ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->work.prefill_tokens, 10);
-  scheduler.FinishStep();
-  auto next = scheduler.BeginStep(plan->end);
-  ASSERT_TRUE(next);
-  EXPECT_EQ(next->work.prefill_tokens, 1500);
-  scheduler.FinishStep();
+  ASSERT_TRUE(scheduler.Add(Req(600, 2)).ok());
+  std::vector<std::int64_t> chunks;
+  MonoTime now = T0();
+  while (auto plan = scheduler.BeginStep(now)) {
+    chunks.push_back(plan->work.prefill_tokens);
+    now = plan->end;
+    scheduler.FinishStep();
+  }
+  EXPECT_EQ(chunks, (std::vector<std::int64_t>{256, 256, 88, 0}));
+  const SingleRequestTiming expected = ExpectedSingleRequest(config, 600, 2);
+  EXPECT_EQ(now - T0(), expected.e2e);
 }
 
 TEST(SchedulerTest, AbortFreesTheSlot) {
@@ -273,7 +297,7 @@ TEST(SchedulerTest, RejectsRequestsOverTheContextLimit) {
   EXPECT_FALSE(scheduler.Add(Req(90, 11)).ok());
   EXPECT_TRUE(scheduler.Add(Req(90, 10)).ok());
   EXPECT_FALSE(scheduler.Add(Req(10, 0)).ok());
-  EXPECT_FALSE(scheduler.Add(Req(-1, 5)).ok());
+  EXPECT_FALSE(scheduler.Add(Req(0, 5)).ok());
 }
 
 TEST(SchedulerTest, EosHonoursMinTokensAndIgnoreEos) {
@@ -310,6 +334,234 @@ TEST(SchedulerTest, DefaultConfigNeverStopsEarly) {
     }
   }
   EXPECT_EQ(tokens, 20 * 40);
+}
+
+TEST(SchedulerTest, RunningOutOfKvPreemptsTheLastAdmittedAndRecomputesIt) {
+  EngineConfig config;
+  config.max_model_len = 600;
+  config.kv.block_tokens = 16;
+  config.kv.num_blocks = 40;  // 640 tokens: four requests growing to 300 tokens cannot all fit
+  config.kv.watermark = 0;
+  Scheduler scheduler(config);
+  std::vector<SequenceId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(*scheduler.Add(Req(100, 200)));
+  std::map<SequenceId, std::int64_t> next_index;
+  std::int64_t preempted = 0;
+  MonoTime now = T0();
+  while (auto plan = scheduler.BeginStep(now)) {
+    preempted += plan->preempted;
+    EXPECT_LE(scheduler.counters().kv.used_tokens, 640);
+    now = plan->end;
+    for (const TokenEvent& event : scheduler.FinishStep()) {
+      EXPECT_EQ(event.index, next_index[event.id]++) << "each token exactly once, in order";
+    }
+  }
+  EXPECT_GT(preempted, 0);
+  const EngineCounters counters = scheduler.counters();
+  EXPECT_EQ(counters.preemptions, static_cast<std::uint64_t>(preempted));
+  for (SequenceId id : ids) EXPECT_EQ(next_index[id], 200);
+  EXPECT_EQ(counters.generation_tokens, 800u);
+  EXPECT_EQ(counters.prompt_tokens, 400u);
+  EXPECT_GT(counters.prefill_tokens, 400u) << "preempted sequences recompute their context";
+  EXPECT_EQ(counters.kv.used_tokens, 0);
+}
+
+class PrefixCachingTest : public ::testing::TestWithParam<PrefixCaching> {};
+
+TEST_P(PrefixCachingTest, ASharedPromptIsPrefilledOnce) {
+  EngineConfig config;
+  config.kv.prefix_caching = GetParam();
+  Scheduler scheduler(config);
+  auto first_step_of = [&](SequenceRequest request) {
+    const SequenceId id = *scheduler.Add(std::move(request));
+    auto plan = scheduler.BeginStep(T0());
+    EXPECT_TRUE(plan);
+    std::int64_t cached = -1;
+    MonoTime now = plan->end;
+    for (const TokenEvent& event : scheduler.FinishStep()) {
+      if (event.id == id && event.index == 0) cached = event.cached_prompt_tokens;
+    }
+    while (auto next = scheduler.BeginStep(now)) {
+      now = next->end;
+      scheduler.FinishStep();
+    }
+    return std::make_pair(plan->work.prefill_tokens, cached);
+  };
+  const auto [first_prefill, first_cached] = first_step_of(SharedPrefixReq(2000, 48, 4));
+  EXPECT_EQ(first_prefill, 2048);
+  EXPECT_EQ(first_cached, 0);
+  const auto [second_prefill, second_cached] = first_step_of(SharedPrefixReq(2000, 48, 4));
+  if (GetParam() == PrefixCaching::kNone) {
+    EXPECT_EQ(second_prefill, 2048);
+    EXPECT_EQ(second_cached, 0);
+  } else {
+    EXPECT_EQ(second_cached, 2000);  // 125 whole blocks of 16: both flavours find all of it
+    EXPECT_EQ(second_prefill, 48);
+    const EngineCounters counters = scheduler.counters();
+    EXPECT_EQ(counters.kv.prefix_hit_tokens, 2000u);
+    EXPECT_EQ(counters.kv.prefix_queries_tokens, 2 * 2048u);
+  }
+}
+
+TEST_P(PrefixCachingTest, ANextTurnQuotingTheAnswerHitsTheAnswerToo) {
+  EngineConfig config;
+  config.kv.prefix_caching = GetParam();
+  Scheduler scheduler(config);
+  SequenceRequest first = Req(100, 40);
+  first.ignore_eos = true;
+  std::vector<TokenId> next_prompt = first.prompt;
+  ASSERT_TRUE(scheduler.Add(std::move(first)).ok());
+  RunToIdle(scheduler, T0());
+  // The client sends the conversation so far: the first prompt, the answer's text, a new turn.
+  std::string answer;
+  for (std::uint64_t i = 0; i < 40; ++i) answer += OutputPiece(0, i);
+  for (TokenId id : TokenIds(answer)) next_prompt.push_back(id);
+  for (TokenId id : Req(20, 1).prompt) next_prompt.push_back(id);
+  SequenceRequest second;
+  second.prompt = next_prompt;
+  second.max_tokens = 2;
+  const SequenceId id = *scheduler.Add(std::move(second));
+  std::int64_t cached = -1;
+  for (const Timed& t : RunToIdle(scheduler, T0() + std::chrono::seconds(10))) {
+    if (t.event.id == id && t.event.index == 0) cached = t.event.cached_prompt_tokens;
+  }
+  // 140 tokens of history; the first 139 had KV (the last answer token was never fed back).
+  const std::int64_t expected = GetParam() == PrefixCaching::kNone     ? 0
+                                : GetParam() == PrefixCaching::kRadix ? 139
+                                                                      : 128;  // 8 whole blocks
+  EXPECT_EQ(cached, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFlavours, PrefixCachingTest,
+                         ::testing::Values(PrefixCaching::kNone, PrefixCaching::kHashedBlocks,
+                                           PrefixCaching::kRadix),
+                         [](const auto& param_info) {
+                           std::string name(PrefixCachingName(param_info.param));
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+// One sequence decoding, then `waiting` more requests queued: the next step's plan.
+StepPlan StepAfterOneDecoder(SchedulingPolicy policy, int waiting) {
+  EngineConfig config;
+  config.policy = policy;
+  Scheduler scheduler(config);
+  EXPECT_TRUE(scheduler.Add(Req(10, 50)).ok());
+  auto first = scheduler.BeginStep(T0());
+  EXPECT_TRUE(first);
+  scheduler.FinishStep();
+  for (int i = 0; i < waiting; ++i) EXPECT_TRUE(scheduler.Add(Req(100, 5)).ok());
+  auto plan = scheduler.BeginStep(first->end);
+  EXPECT_TRUE(plan);
+  scheduler.FinishStep();
+  return *plan;
+}
+
+TEST(SchedulerPolicyTest, FcfsMixesDecodesAndEveryFittingPrefill) {
+  const StepPlan plan = StepAfterOneDecoder(SchedulingPolicy::kFcfs, 3);
+  EXPECT_EQ(plan.work.decode_seqs, 1);
+  EXPECT_EQ(plan.prefill_seqs, 3);
+}
+
+TEST(SchedulerPolicyTest, PrefillFirstPausesDecodes) {
+  const StepPlan plan = StepAfterOneDecoder(SchedulingPolicy::kPrefillFirst, 3);
+  EXPECT_EQ(plan.work.decode_seqs, 0);
+  EXPECT_EQ(plan.prefill_seqs, 3);
+  const StepPlan idle_queue = StepAfterOneDecoder(SchedulingPolicy::kPrefillFirst, 0);
+  EXPECT_EQ(idle_queue.work.decode_seqs, 1);
+}
+
+TEST(SchedulerPolicyTest, DecodeFirstTakesOnePrefillNextToDecodes) {
+  const StepPlan plan = StepAfterOneDecoder(SchedulingPolicy::kDecodeFirst, 3);
+  EXPECT_EQ(plan.work.decode_seqs, 1);
+  EXPECT_EQ(plan.prefill_seqs, 1);
+}
+
+TEST(SchedulerPolicyTest, StaticBatchRunsTheBatchToItsLongestMember) {
+  EngineConfig config;
+  config.policy = SchedulingPolicy::kStaticBatch;
+  config.max_num_seqs = 4;
+  Scheduler scheduler(config);
+  const SequenceId short_one = *scheduler.Add(Req(10, 2));
+  const SequenceId long_one = *scheduler.Add(Req(10, 6));
+  auto plan = scheduler.BeginStep(T0());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->prefill_seqs, 2);
+  scheduler.FinishStep();
+  const SequenceId late = *scheduler.Add(Req(10, 2));  // arrives while the batch runs
+  MonoTime now = plan->end;
+  std::vector<SequenceId> order;
+  while (auto next = scheduler.BeginStep(now)) {
+    const bool first_batch = order.size() < 2;
+    if (first_batch) {
+      EXPECT_EQ(next->work.decode_seqs, 2) << "finished members pad the batch";
+    } else if (next->prefill_seqs == 0) {
+      EXPECT_EQ(next->work.decode_seqs, 1);
+    }
+    now = next->end;
+    for (const TokenEvent& event : scheduler.FinishStep()) {
+      if (event.finish) order.push_back(event.id);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<SequenceId>{short_one, long_one, late}));
+}
+
+TEST(SchedulerPolicyTest, LongestPrefixMatchAdmitsTheCachedPromptFirst) {
+  for (SchedulingPolicy policy : {SchedulingPolicy::kFcfs, SchedulingPolicy::kLongestPrefixMatch}) {
+    EngineConfig config;
+    config.policy = policy;
+    config.kv.prefix_caching = PrefixCaching::kRadix;
+    config.max_num_seqs = 1;
+    Scheduler scheduler(config);
+    ASSERT_TRUE(scheduler.Add(SharedPrefixReq(500, 10, 2)).ok());
+    RunToIdle(scheduler, T0());  // the shared prefix is now cached
+    const SequenceId cold = *scheduler.Add(Req(510, 2));
+    const SequenceId warm = *scheduler.Add(SharedPrefixReq(500, 10, 2));
+    auto events = RunToIdle(scheduler, T0() + std::chrono::seconds(10));
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.front().event.id, policy == SchedulingPolicy::kFcfs ? cold : warm)
+        << PolicyName(policy);
+  }
+}
+
+TEST(SchedulerTest, StepNoiseIsSeededWithMeanOne) {
+  auto step_ends = [](std::uint64_t seed) {
+    EngineConfig config;
+    config.step_noise_cv = 0.2;
+    config.seed = seed;
+    Scheduler scheduler(config);
+    EXPECT_TRUE(scheduler.Add(Req(10, 2000)).ok());
+    std::vector<Nanos> durations;
+    MonoTime now = T0();
+    while (auto plan = scheduler.BeginStep(now)) {
+      durations.push_back(plan->end - now);
+      now = plan->end;
+      scheduler.FinishStep();
+    }
+    return durations;
+  };
+  const auto a = step_ends(7);
+  EXPECT_EQ(a, step_ends(7));
+  EXPECT_NE(a, step_ends(8));
+  const SingleRequestTiming clean = ExpectedSingleRequest(EngineConfig{}, 10, 2000);
+  double total_ms = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) total_ms += ToMillis(a[i]);
+  const double mean_ratio = total_ms / (a.size() - 1) / ToMillis(clean.tpot);
+  EXPECT_NEAR(mean_ratio, 1.0, 0.03);
+}
+
+TEST(SchedulerTest, ValidationRefusesImpossibleKvBudgets) {
+  EngineConfig config;
+  config.kv.num_blocks = 100;  // 1600 tokens < max_model_len 32768
+  Status status = ValidateEngineConfig(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("kv.num_blocks"), std::string::npos);
+  config = EngineConfig{};
+  config.policy = SchedulingPolicy::kLongestPrefixMatch;
+  EXPECT_FALSE(ValidateEngineConfig(config).ok());
+  config = EngineConfig{};
+  config.chunked_prefill = false;  // budget 8192 < max_model_len 32768
+  EXPECT_FALSE(ValidateEngineConfig(config).ok());
 }
 
 }  // namespace

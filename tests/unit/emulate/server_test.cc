@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -105,9 +110,34 @@ TEST(EmulatorServerTest, RejectsInvalidConfigAndBusyPort) {
   EXPECT_EQ(busy.error().code, ErrorCode::kIo);
 }
 
-TEST(EmulatorServerTest, HealthIs503DuringLoadDelayThen200) {
+// Collects the server's start-up log lines (written by its I/O thread).
+class LogLines {
+ public:
+  std::function<void(std::string_view)> Sink() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.emplace_back(line);
+    };
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+double LoggedSeconds(const std::string& line) { return std::stod(line.substr(line.rfind("t=") + 2)); }
+
+TEST(EmulatorServerTest, StagedStartupLogsEachStageAndAnswers503UntilReady) {
+  LogLines log;
   EmulatorConfig config = FastConfig();
-  config.load_delay = std::chrono::milliseconds(300);
+  config.startup.download = std::chrono::milliseconds(100);
+  config.startup.load = std::chrono::milliseconds(100);
+  config.startup.warmup = std::chrono::milliseconds(100);  // compile: 0, not logged
+  config.log = log.Sink();
   const auto start = std::chrono::steady_clock::now();
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -115,8 +145,39 @@ TEST(EmulatorServerTest, HealthIs503DuringLoadDelayThen200) {
   EXPECT_EQ(loading.status, 503);
   EXPECT_EQ(loading.headers["x-bakeoff-emulated"], "true");
   ExpectApiError(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, false, false)), 503);
+  HttpResponse metrics = Fetch(server->port(), "GET", "/metrics");  // available during start-up
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("bakeoff_emulated 1\n"), std::string::npos);
   ASSERT_TRUE(WaitFor([&] { return Fetch(server->port(), "GET", "/health").status == 200; }));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_TRUE(server->stats().ready);
+  std::vector<std::string> lines = log.lines();
+  ASSERT_EQ(lines.size(), 4u);
+  const std::regex stage(R"(bakeoff emulate: stage=(download|load|compile|warmup) state=start t=[0-9]+\.[0-9]{3})");
+  const std::regex ready(R"(bakeoff emulate: ready t=[0-9]+\.[0-9]{3})");
+  EXPECT_EQ(lines[0].rfind("bakeoff emulate: stage=download state=start t=", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("bakeoff emulate: stage=load state=start t=", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("bakeoff emulate: stage=warmup state=start t=", 0), 0u) << lines[2];
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::regex_match(lines[i], stage)) << lines[i];
+  EXPECT_TRUE(std::regex_match(lines[3], ready)) << lines[3];
+  // Each stage starts no earlier than its planned offset (timers never fire early).
+  EXPECT_GE(LoggedSeconds(lines[1]), 0.1);
+  EXPECT_GE(LoggedSeconds(lines[2]), 0.2);
+  EXPECT_GE(LoggedSeconds(lines[3]), 0.3);
+  ExpectApiError(Fetch(server->port(), "POST", "/v1/chat/completions", R"({"messages":1})"), 400);
+}
+
+TEST(EmulatorServerTest, WithoutStagesItIsReadyAtOnce) {
+  LogLines log;
+  EmulatorConfig config = FastConfig();
+  config.log = log.Sink();
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 200);
+  ASSERT_TRUE(WaitFor([&] { return !log.lines().empty(); }));
+  std::vector<std::string> lines = log.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("bakeoff emulate: ready t=0.", 0), 0u) << lines[0];
 }
 
 TEST(EmulatorServerTest, ModelsListsTheServedModel) {
@@ -334,6 +395,154 @@ TEST(EmulatorServerTest, ClientDisconnectAbortsTheSequence) {
   }  // closes mid-stream
   EXPECT_TRUE(WaitFor([&] { return server->stats().running == 0 && server->stats().aborted == 1; }));
   EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+  // Counted as vLLM counts it, and its KV is free again.
+  const std::string metrics = Fetch(server->port(), "GET", "/metrics").body;
+  EXPECT_EQ(testing::PrometheusValue(
+                metrics, R"(vllm:request_success_total{model_name="emulated-model",finished_reason="abort"})"),
+            1.0);
+  EXPECT_EQ(testing::PrometheusValue(metrics, R"(vllm:kv_cache_usage_perc{model_name="emulated-model"})"), 0.0);
+  EXPECT_EQ(testing::PrometheusValue(metrics, R"(vllm:num_requests_running{model_name="emulated-model"})"), 0.0);
+}
+
+TEST(EmulatorServerTest, DisconnectWhileQueuedAbortsToo) {
+  EmulatorConfig config = FastConfig();
+  config.engine.max_num_seqs = 1;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  TestConnection running(server->port());
+  ASSERT_TRUE(running.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(3000, true, false))));
+  ASSERT_TRUE(WaitFor([&] { return server->stats().running == 1; }));
+  {
+    TestConnection queued(server->port());
+    ASSERT_TRUE(queued.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(5, false, false))));
+    ASSERT_TRUE(WaitFor([&] { return server->stats().waiting == 1; }));
+  }  // gone while waiting
+  EXPECT_TRUE(WaitFor([&] { return server->stats().waiting == 0 && server->stats().aborted == 1; }));
+  EXPECT_EQ(server->stats().running, 1u);
+}
+
+std::string MetricsBody(std::uint16_t port) {
+  HttpResponse response = Fetch(port, "GET", "/metrics");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(response.headers["x-bakeoff-emulated"], "true");
+  return response.body;
+}
+
+double Metric(const std::string& body, const std::string& name, const std::string& extra = "") {
+  return testing::PrometheusValue(
+      body, name + "{model_name=\"emulated-model\"" + (extra.empty() ? "" : "," + extra) + "}");
+}
+
+TEST(EmulatorServerTest, MetricsCountTokensRequestsAndLatencies) {
+  auto server = StartOrDie(FastConfig());
+  ASSERT_TRUE(server);
+  const std::string empty = MetricsBody(server->port());
+  EXPECT_EQ(Metric(empty, "vllm:time_to_first_token_seconds_count"), 0.0);
+  EXPECT_NE(empty.find("# TYPE vllm:e2e_request_latency_seconds histogram\n"), std::string::npos);
+  ExpectChatStream(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(5, true, true)), 5,
+                   3, true);
+  HttpResponse whole = Fetch(server->port(), "POST", "/v1/completions",
+                             R"({"prompt":"a b c d","max_tokens":4})");
+  ASSERT_EQ(whole.status, 200);
+  const std::string body = MetricsBody(server->port());
+  EXPECT_EQ(Metric(body, "vllm:request_success_total", R"(finished_reason="length")"), 2.0);
+  EXPECT_EQ(Metric(body, "vllm:request_success_total", R"(finished_reason="stop")"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:request_success_total", R"(finished_reason="abort")"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:prompt_tokens_total"), 7.0);
+  EXPECT_EQ(Metric(body, "vllm:generation_tokens_total"), 9.0);
+  EXPECT_EQ(Metric(body, "vllm:time_to_first_token_seconds_count"), 2.0);
+  EXPECT_EQ(Metric(body, "vllm:time_to_first_token_seconds_bucket", R"(le="+Inf")"), 2.0);
+  EXPECT_GT(Metric(body, "vllm:time_to_first_token_seconds_sum"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:inter_token_latency_seconds_count"), 4.0 + 3.0);
+  EXPECT_EQ(Metric(body, "vllm:e2e_request_latency_seconds_count"), 2.0);
+  EXPECT_EQ(Metric(body, "vllm:request_queue_time_seconds_count"), 2.0);
+  EXPECT_EQ(Metric(body, "vllm:num_requests_running"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:num_requests_waiting"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:num_preemptions_total"), 0.0);
+  EXPECT_GE(Metric(body, "vllm:kv_cache_usage_perc"), 0.0);
+  EXPECT_EQ(Metric(body, "vllm:gpu_cache_usage_perc"), Metric(body, "vllm:kv_cache_usage_perc"));
+  EXPECT_GE(Metric(body, "vllm:prefix_cache_queries_total"), 0.0);
+  EXPECT_GE(Metric(body, "vllm:prefix_cache_hits_total"), 0.0);
+  EXPECT_EQ(testing::PrometheusValue(body, "bakeoff_emulated"), 1.0);
+  EXPECT_EQ(server->stats().finished, 2u);
+}
+
+TEST(EmulatorServerTest, WaitingQueueLimitAnswers503) {
+  EmulatorConfig config = FastConfig();
+  config.engine.max_num_seqs = 1;
+  config.max_waiting = 1;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  TestConnection running(server->port());
+  ASSERT_TRUE(running.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(3000, true, false))));
+  ASSERT_TRUE(WaitFor([&] { return server->stats().running == 1; }));
+  TestConnection queued(server->port());
+  ASSERT_TRUE(queued.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(2, false, false))));
+  ASSERT_TRUE(WaitFor([&] { return server->stats().waiting == 1; }));
+  const std::string during = MetricsBody(server->port());
+  EXPECT_EQ(Metric(during, "vllm:num_requests_running"), 1.0);
+  EXPECT_EQ(Metric(during, "vllm:num_requests_waiting"), 1.0);
+  HttpResponse rejected = Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, true, false));
+  ExpectApiError(rejected, 503);
+  EXPECT_EQ(json::parse(rejected.body)["error"]["message"], "The request queue is full.");
+  EXPECT_EQ(server->stats().rejected, 1u);
+  EXPECT_EQ(Metric(MetricsBody(server->port()), "bakeoff_emulate_rejected_requests_total",
+                   R"(reason="queue_full")"),
+            1.0);
+  running.Close();  // the queued one runs now
+  HttpResponse answered = queued.ReadResponse();
+  EXPECT_EQ(answered.status, 200) << answered.raw;
+}
+
+TEST(EmulatorServerTest, PromptPlusMaxTokensOverTheContextIs400) {
+  auto server = StartOrDie(FastConfig());  // max_model_len 4096
+  ASSERT_TRUE(server);
+  std::string prompt;
+  for (int i = 0; i < 4000; ++i) prompt += "w ";
+  auto request = [&](int max_tokens) {
+    return Fetch(server->port(), "POST", "/v1/completions",
+                 json({{"prompt", prompt}, {"max_tokens", max_tokens}}).dump());
+  };
+  HttpResponse over = request(97);  // 4000 + 97 > 4096
+  ExpectApiError(over, 400);
+  EXPECT_NE(json::parse(over.body)["error"]["message"].get<std::string>().find("(97 > 4096 - 4000)"),
+            std::string::npos);
+  EXPECT_EQ(request(96).status, 200);
+  std::string huge = prompt;
+  for (int i = 0; i < 96; ++i) huge += "w ";
+  ExpectApiError(Fetch(server->port(), "POST", "/v1/completions",
+                       json({{"prompt", huge}, {"max_tokens", 1}}).dump()),
+                 400);
+}
+
+TEST(EmulatorServerTest, UsageReportsCachedPromptTokensWithPrefixCaching) {
+  EmulatorConfig config = FastConfig();
+  config.engine.kv.prefix_caching = PrefixCaching::kHashedBlocks;
+  config.engine.kv.block_tokens = 16;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  std::string content;
+  for (int i = 0; i < 64; ++i) content += "w" + std::to_string(i) + " ";
+  HttpResponse first = Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, false, false, content));
+  ASSERT_EQ(first.status, 200) << first.raw;
+  EXPECT_EQ(json::parse(first.body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  HttpResponse second = Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, true, true, content));
+  ASSERT_EQ(second.status, 200) << second.raw;
+  std::vector<std::string> events = SseData(second.body);
+  ASSERT_GE(events.size(), 2u);
+  json usage = json::parse(events[events.size() - 2])["usage"];
+  EXPECT_EQ(usage["prompt_tokens"], 64);
+  // Whole 16-token blocks, never the whole prompt: 3 of the 4 blocks.
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 48);
+  const std::string metrics = MetricsBody(server->port());
+  EXPECT_EQ(Metric(metrics, "vllm:prefix_cache_queries_total"), 128.0);
+  EXPECT_EQ(Metric(metrics, "vllm:prefix_cache_hits_total"), 48.0);
+  // Without prefix caching there is no prompt_tokens_details (vLLM's shape).
+  auto plain = StartOrDie(FastConfig());
+  ASSERT_TRUE(plain);
+  HttpResponse none = Fetch(plain->port(), "POST", "/v1/chat/completions", ChatBody(2, false, false, content));
+  EXPECT_FALSE(json::parse(none.body)["usage"].contains("prompt_tokens_details"));
 }
 
 TEST(EmulatorServerTest, ModelledTimingFollowsTheCostModel) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -130,6 +131,25 @@ class TestConnection {
     return response;
   }
 
+  // Reads until `got` contains `needle`; false on EOF, error or a receive timeout first.
+  bool ReadUntil(std::string& got, std::string_view needle) {
+    while (got.find(needle) == std::string::npos) {
+      if (ReadSome(got) <= 0) return false;
+    }
+    return true;
+  }
+
+  // Reads until the peer closes or resets; returns what arrived. `closed` tells whether it did
+  // (false: a receive timeout first).
+  std::string ReadToEnd(bool* closed = nullptr) {
+    std::string got;
+    ssize_t n;
+    while ((n = ReadSome(got)) > 0) {
+    }
+    if (closed != nullptr) *closed = n == 0 || (n < 0 && errno == ECONNRESET);
+    return got;
+  }
+
   // True when the peer closed (recv returns 0) within the receive timeout.
   bool WaitForClose() {
     std::string sink;
@@ -171,6 +191,23 @@ inline HttpResponse Fetch(std::uint16_t port, std::string_view method, std::stri
   TestConnection connection(port);
   if (!connection.connected() || !connection.Send(FormatRequest(method, path, body))) return {};
   return connection.ReadResponse();
+}
+
+// The value of one sample ("name{labels}" exactly as rendered) in a Prometheus text body, or -1
+// when absent.
+inline double PrometheusValue(std::string_view text, std::string_view series) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    if (line.size() > series.size() && line.substr(0, series.size()) == series &&
+        line[series.size()] == ' ') {
+      return std::stod(std::string(line.substr(series.size() + 1)));
+    }
+    at = end + 1;
+  }
+  return -1;
 }
 
 // The `data:` payloads of an SSE body, in order.

@@ -52,8 +52,8 @@ TEST(TokenizerTest, CommonTextPrefixGivesCommonTokenPrefix) {
 }
 
 TEST(TokenizerTest, IdsAreDeterministicAndInVocabulary) {
-  EXPECT_EQ(TokenId("hello"), TokenId("hello"));
-  EXPECT_NE(TokenId("hello"), TokenId("world"));
+  EXPECT_EQ(PieceId("hello"), PieceId("hello"));
+  EXPECT_NE(PieceId("hello"), PieceId("world"));
   for (auto id : TokenIds("a b c d e f g h i j k")) EXPECT_LT(id, kVocabSize);
 }
 

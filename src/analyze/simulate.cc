@@ -1,0 +1,305 @@
+// analyze/simulate.cc: load steps on the virtual clock (contract in simulate.h).
+#include "analyze/simulate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/file.h"
+#include "emulate/tokenizer.h"
+#include "load/plan.h"
+#include "load/request_builder.h"
+
+namespace bakeoff::analyze {
+namespace {
+
+// What the emulated engine's tokenizer makes of a request (emulate/openai_api.h, "Prompt
+// tokens"): chat counts every message's content joined with newlines; completions the prompt.
+std::vector<emulate::TokenId> PromptTokenIds(const dialect::GenerationRequest& request) {
+  std::string text;
+  if (request.api == dialect::Api::kChat) {
+    if (!request.system.empty()) text += request.system + "\n";
+    for (const auto& [role, content] : request.history) text += content + "\n";
+  }
+  text += request.prompt;
+  return emulate::TokenIds(text);
+}
+
+// The answer text the emulated engine streams for `tokens` tokens of a request (tokenizer.h).
+std::string AnswerText(std::uint64_t output_seed, std::int64_t tokens) {
+  std::string text;
+  for (std::int64_t i = 0; i < tokens; ++i) {
+    text += emulate::OutputPiece(output_seed, static_cast<std::uint64_t>(i));
+  }
+  return text;
+}
+
+MonoTime At(Nanos since_t0) { return MonoTime(since_t0); }
+
+// One request between its submission and its result.
+struct Pending {
+  measure::Phase phase = measure::Phase::kMeasure;
+  bool stream = true;
+  std::uint32_t prompt_tokens_planned = 0;
+  std::uint32_t max_tokens = 0;
+  std::uint64_t output_seed = 0;
+  load::History conversation;  // sessions: the turns so far, this request's user turn last
+};
+
+measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pending, std::uint32_t step) {
+  measure::RequestRecord record;
+  record.id = r.id;
+  record.step = step;
+  record.phase = pending.phase;
+  record.intended_send = At(r.arrival);
+  record.send_start = record.connected = record.request_written = At(r.arrival);
+  record.headers_received = At(r.arrival);
+  record.prompt_tokens_planned = pending.prompt_tokens_planned;
+  record.max_tokens = pending.max_tokens;
+  record.http_status = r.http_status;
+  record.finished = At(r.finished);
+  if (r.http_status != 200) {
+    record.outcome = measure::Outcome::kHttpError;
+    record.error = fmt::format("request {}: HTTP {}: {}", r.id, r.http_status, r.error);
+    return record;
+  }
+  record.outcome = measure::Outcome::kOk;
+  if (pending.stream) {
+    if (r.first_token) {
+      record.first_chunk = record.first_token = record.first_answer_token = At(*r.first_token);
+    }
+    record.token_events.reserve(r.token_times.size());
+    for (Nanos t : r.token_times) record.token_events.push_back({At(t), 1, false, true});
+    record.counted_tokens = r.token_times.size();
+  } else {
+    // A whole response: every instant is the end of its body, as load/exchange.cc records it.
+    record.first_token = record.first_answer_token = At(r.finished);
+  }
+  record.last_token = At(r.finished);
+  record.usage_prompt_tokens = static_cast<std::uint64_t>(r.prompt_tokens);
+  record.usage_completion_tokens = static_cast<std::uint64_t>(r.output_tokens);
+  record.usage_cached_tokens = static_cast<std::uint64_t>(r.cached_tokens);
+  record.finish_reason = r.finish == emulate::FinishReason::kStop ? "stop" : "length";
+  return record;
+}
+
+class StepSimulation {
+ public:
+  StepSimulation(const SimulateConfig& config, std::uint32_t index, const load::PromptText& prompts,
+                 load::RecordSink& sink, const std::atomic<bool>& stop)
+      : config_(config), spec_(config.run.steps[index]), index_(index), prompts_(prompts),
+        sink_(sink), stop_(stop), simulator_(config.sim) {}
+
+  load::StepResult Run() {
+    load::StepResult result;
+    result.spec = spec_;
+    result.t0 = MonoTime{};
+    std::vector<load::PlannedSend> schedule;
+    if (spec_.mode == load::LoopMode::kOpen) {
+      schedule = load::BuildOpenLoopSchedule(spec_.open, spec_.limits,
+                                             load::RequestSeed(config_.run.seed, index_, 0));
+    } else if (spec_.mode == load::LoopMode::kTrace) {
+      trace_plan_ = load::BuildTracePlan(*spec_.trace, spec_.time_scale, spec_.limits);
+      schedule = trace_plan_.schedule;
+    } else {
+      for (std::uint32_t i = 0; i < spec_.concurrency; ++i) SubmitClosedLoop();
+    }
+    result.planned = schedule.size();
+    std::size_t next = 0;
+    auto source = [&]() -> std::optional<emulate::SimRequest> {
+      if (next == schedule.size() || stop_.load(std::memory_order_relaxed)) return std::nullopt;
+      const load::PlannedSend& planned = schedule[next];
+      const std::uint64_t id = spec_.mode == load::LoopMode::kTrace ? planned.item : next;
+      ++next;
+      const measure::Phase phase = planned.warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure;
+      return Make(id, planned.offset, phase, Build(id, {}));
+    };
+    simulator_.Run(source, [&](emulate::SimResult&& r) { OnResult(std::move(r), result); });
+    // As load::RunLoad: records in id order (the file keeps completion order).
+    std::sort(result.records.begin(), result.records.end(),
+              [](const measure::RequestRecord& a, const measure::RequestRecord& b) { return a.id < b.id; });
+    result.interrupted = stop_.load();
+    result.session_turns_skipped = session_turns_skipped_;
+    counters_ = simulator_.counters();
+    return result;
+  }
+
+  const std::vector<emulate::ReplicaCounters>& counters() const { return counters_; }
+
+ private:
+  dialect::GenerationRequest Build(std::uint64_t id, load::History history) const {
+    if (spec_.mode == load::LoopMode::kTrace) {
+      return load::BuildTraceRequest(config_.run, *spec_.trace, prompts_, index_,
+                                     static_cast<std::size_t>(id), std::move(history));
+    }
+    return load::BuildSyntheticRequest(config_.run, prompts_, index_, id);
+  }
+
+  emulate::SimRequest Make(std::uint64_t id, Nanos at, measure::Phase phase,
+                           dialect::GenerationRequest request) {
+    Pending pending;
+    pending.phase = phase;
+    pending.stream = request.stream;
+    pending.max_tokens = request.max_tokens;
+    pending.prompt_tokens_planned = spec_.mode == load::LoopMode::kTrace
+                                        ? spec_.trace->requests[id].input_tokens
+                                        : config_.run.shape.prompt_tokens;
+    pending.output_seed = request.seed.value_or(0);
+    emulate::SimRequest sim;
+    sim.id = id;
+    sim.arrival = at;
+    sim.request.prompt = PromptTokenIds(request);
+    sim.request.max_tokens = request.max_tokens;
+    sim.request.min_tokens = request.min_tokens.value_or(0);
+    sim.request.ignore_eos = request.ignore_eos;
+    sim.request.output_seed = pending.output_seed;
+    if (spec_.mode == load::LoopMode::kTrace && trace_plan_.next_turn[id] >= 0) {
+      pending.conversation = std::move(request.history);
+      pending.conversation.emplace_back("user", std::move(request.prompt));
+    }
+    pending_.emplace(id, std::move(pending));
+    return sim;
+  }
+
+  void SubmitClosedLoop() {
+    if (closed_done_ || stop_.load(std::memory_order_relaxed)) return;
+    const Nanos now = simulator_.now();
+    const load::StepLimits& limits = spec_.limits;
+    const std::uint64_t id = closed_next_id_++;
+    const bool warmup = now < limits.warmup || id < limits.warmup_requests;
+    if (!warmup) {
+      const bool past_window = limits.duration && now >= limits.warmup + *limits.duration;
+      const bool count_reached = limits.requests && closed_measured_++ >= *limits.requests;
+      if (past_window || count_reached) {
+        closed_done_ = true;
+        return;
+      }
+    }
+    simulator_.Submit(Make(id, now, warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure,
+                           Build(id, {})));
+  }
+
+  void OnResult(emulate::SimResult&& r, load::StepResult& result) {
+    auto node = pending_.extract(r.id);
+    measure::RequestRecord record = ToRecord(r, node.mapped(), index_);
+    sink_.Write(record, result.t0);
+    if (spec_.mode == load::LoopMode::kClosed) SubmitClosedLoop();
+    if (spec_.mode == load::LoopMode::kTrace) ContinueSession(r, node.mapped());
+    result.records.push_back(std::move(record));
+  }
+
+  // As the live runner: the next turn follows the real answer after its think time; a failed
+  // turn ends its session and the turns it would have led to are counted.
+  void ContinueSession(const emulate::SimResult& r, Pending& pending) {
+    const std::int64_t next = trace_plan_.next_turn[r.id];
+    if (next < 0) return;
+    if (r.http_status != 200 || stop_.load(std::memory_order_relaxed)) {
+      for (std::int64_t k = next; k >= 0; k = trace_plan_.next_turn[k]) ++session_turns_skipped_;
+      return;
+    }
+    load::History history = std::move(pending.conversation);
+    history.emplace_back("assistant", AnswerText(pending.output_seed, r.output_tokens));
+    const workload::TraceRequest& turn = spec_.trace->requests[static_cast<std::size_t>(next)];
+    const Nanos at = simulator_.now() + FromSeconds(turn.think_time_s.value_or(0) * spec_.time_scale);
+    simulator_.Submit(Make(static_cast<std::uint64_t>(next), at, pending.phase,
+                           Build(static_cast<std::uint64_t>(next), std::move(history))));
+  }
+
+  const SimulateConfig& config_;
+  const load::StepSpec& spec_;
+  std::uint32_t index_;
+  const load::PromptText& prompts_;
+  load::RecordSink& sink_;
+  const std::atomic<bool>& stop_;
+  emulate::Simulator simulator_;
+  load::TracePlan trace_plan_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::uint64_t closed_next_id_ = 0;
+  std::uint64_t closed_measured_ = 0;
+  bool closed_done_ = false;
+  std::uint64_t session_turns_skipped_ = 0;
+  std::vector<emulate::ReplicaCounters> counters_;
+};
+
+nlohmann::json CountersJson(const std::vector<emulate::ReplicaCounters>& replicas) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const emulate::ReplicaCounters& c : replicas) {
+    const emulate::EngineCounters& e = c.engine;
+    out.push_back({{"routed", c.routed},
+                   {"refused", c.refused},
+                   {"steps", e.steps},
+                   {"preemptions", e.preemptions},
+                   {"prompt_tokens", e.prompt_tokens},
+                   {"prefill_tokens", e.prefill_tokens},
+                   {"generation_tokens", e.generation_tokens},
+                   {"prefix_cache_queries_tokens", e.kv.prefix_queries_tokens},
+                   {"prefix_cache_hit_tokens", e.kv.prefix_hit_tokens},
+                   {"kv_evicted_tokens", e.kv.evicted_tokens}});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,
+                                 const std::function<void(const std::string&)>& log) {
+  Status valid = emulate::ValidateSimConfig(config.sim);
+  if (!valid.ok()) return valid.error();
+  BenchOutcome outcome;
+  outcome.emulated = true;
+  std::error_code ec;
+  std::filesystem::create_directories(config.out_dir, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kIo, "cannot create --out " + config.out_dir.string() + ": " + ec.message());
+  }
+  outcome.records_path = config.out_dir / "records.jsonl";
+  outcome.summary_path = config.out_dir / "summary.json";
+  Result<std::unique_ptr<LineWriter>> writer = LineWriter::Open(outcome.records_path);
+  if (!writer.ok()) return writer.error();
+  JsonlRecordSink sink(*writer.value());
+
+  const load::PromptText prompts;
+  // As bench calibrates against a server's /tokenize, against the emulated tokenizer here.
+  SimulateConfig calibrated = config;
+  calibrated.run.target.words_per_token =
+      kCalibrationWords / static_cast<double>(emulate::CountTokens(CalibrationSample(prompts)));
+  nlohmann::json steps = nlohmann::json::array();
+  for (std::uint32_t s = 0; s < config.run.steps.size() && !stop.load(); ++s) {
+    log(fmt::format("step {}/{}: {} on {} simulated replica(s)", s + 1, config.run.steps.size(),
+                    config.run.steps[s].label, config.sim.replicas));
+    StepSimulation simulation(calibrated, s, prompts, sink, stop);
+    const load::StepResult result = simulation.Run();
+    outcome.steps.push_back(AnalyzeStep(result, config.slo));
+    nlohmann::json step = ToJson(outcome.steps.back());
+    step["simulator"] = {{"replicas", CountersJson(simulation.counters())}};
+    steps.push_back(std::move(step));
+  }
+  outcome.interrupted = stop.load();
+
+  nlohmann::json summary = SummaryPreamble(config.run.seed, config.flags);
+  summary["target"] = {{"url", nullptr},
+                       {"model", config.run.target.request.model},
+                       {"emulated", true},
+                       {"simulated", true},
+                       {"engine_preset", config.preset},
+                       {"replicas", config.sim.replicas},
+                       {"router", emulate::RouterName(config.sim.router)},
+                       {"note", "emulated engine on a virtual clock (bakeoff simulate): these figures "
+                                "describe bakeoff's model of an engine, not a real engine"}};
+  summary["prompt_calibration"] = {{"checked", true},
+                                   {"words_per_token", calibrated.run.target.words_per_token},
+                                   {"by", "the emulated engine's tokenizer"}};
+  summary["interrupted"] = outcome.interrupted;
+  summary["records_file"] = "records.jsonl";
+  summary["records_write_failed"] = sink.failed();
+  summary["steps"] = steps;
+  Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
+  if (!written.ok()) return written.error();
+  if (sink.failed()) {
+    return MakeError(ErrorCode::kIo, "some records could not be written to " + outcome.records_path.string());
+  }
+  return outcome;
+}
+
+}  // namespace bakeoff::analyze

@@ -1,0 +1,162 @@
+// cli/load_flags.cc: the load flags shared by bench and simulate (contract in load_flags.h).
+#include "cli/load_flags.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <ctime>
+
+#include "workload/importers.h"
+
+namespace bakeoff::cli {
+
+void AddLoadOptions(CLI::App& c, LoadFlags& f) {
+  c.add_option("--model", f.model, "Model name (bench default: the first listed by /v1/models)");
+  c.add_option("--api", f.api, "chat or completions")->capture_default_str();
+  c.add_flag("--no-stream", f.no_stream, "Ask for whole responses instead of SSE streams");
+  c.add_option("--prompt-tokens", f.prompt_tokens, "Prompt length in tokens")->capture_default_str();
+  c.add_option("--output-tokens", f.output_tokens, "max_tokens per request")->capture_default_str();
+  c.add_flag("--ignore-eos", f.ignore_eos, "Send ignore_eos and min_tokens so every answer has --output-tokens tokens");
+  c.add_option("--rate", f.rates, "Open loop: requests per second; a list sweeps")->delimiter(',');
+  c.add_option("--concurrency", f.concurrencies, "Closed loop: requests in flight; a list sweeps")->delimiter(',');
+  c.add_option("--arrival", f.arrival, "Open-loop arrivals: constant, poisson or gamma")->capture_default_str();
+  c.add_option("--burstiness", f.burstiness, "Gamma shape: 1 = Poisson, below 1 = burstier")->capture_default_str();
+  c.add_option("--duration", f.duration, "Measurement window per step, e.g. 30s");
+  c.add_option("--requests", f.requests, "Measured requests per step");
+  c.add_option("--warmup", f.warmup, "Warm-up before each step's measurement, by intended send time")->capture_default_str();
+  c.add_option("--warmup-requests", f.warmup_requests, "Warm-up requests per step");
+  c.add_option("--seed", f.seed, "Seed for arrivals and prompt text")->capture_default_str();
+  c.add_option("--out", f.out, "Output folder (default out/<command>-<time>)");
+  c.add_option("--slo", f.slo, "SLO terms, e.g. ttft_p99=500ms,tpot_p99=50ms,e2e_p99=20s");
+  c.add_option("--trace", f.trace, "Replay a request trace: its arrivals, lengths, prefixes and sessions");
+  c.add_option("--trace-format", f.trace_format, "Trace format (see bakeoff fingerprint --help)")->capture_default_str();
+  c.add_option("--time-scale", f.time_scale, "Replay: multiply arrival and think times (0.1 = ten times faster)")->capture_default_str();
+  c.add_flag("--skip-invalid", f.skip_invalid, "Replay: skip malformed trace rows (counted and reported)");
+}
+
+Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
+  double scale = 1;
+  for (const auto& [suffix, factor] :
+       std::initializer_list<std::pair<const char*, double>>{
+           {"ms", 1e-3}, {"min", 60}, {"h", 3600}, {"s", 1}}) {
+    const std::string_view s = suffix;
+    if (text.size() > s.size() && text.ends_with(s)) {
+      text.resize(text.size() - s.size());
+      scale = factor;
+      break;
+    }
+  }
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1e9) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     flag + ": '" + text + "' is not a duration (e.g. 250ms, 30s, 5min)");
+  }
+  return FromSeconds(value * scale);
+}
+
+Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
+  LoadSetup setup;
+  auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  dialect::GenerationRequest& request = setup.request;
+  if (f.api == "chat") request.api = dialect::Api::kChat;
+  else if (f.api == "completions") request.api = dialect::Api::kCompletions;
+  else return usage("--api: '" + f.api + "' (expected chat or completions)");
+  request.model = f.model;
+  request.stream = !f.no_stream;
+  request.ignore_eos = f.ignore_eos;
+  if (f.ignore_eos) request.min_tokens = f.output_tokens;
+  if (f.prompt_tokens == 0) return usage("--prompt-tokens: must be at least 1");
+  if (f.output_tokens == 0) return usage("--output-tokens: must be at least 1");
+  setup.shape = {f.prompt_tokens, f.output_tokens};
+  Result<Nanos> warmup = ParseDuration("--warmup", f.warmup);
+  if (!warmup.ok()) return usage(warmup.error().message);
+  std::optional<Nanos> duration;
+  if (!f.duration.empty()) {
+    Result<Nanos> parsed = ParseDuration("--duration", f.duration);
+    if (!parsed.ok()) return usage(parsed.error().message);
+    if (parsed.value() <= Nanos(0)) return usage("--duration: must be positive");
+    duration = parsed.value();
+  }
+  if (!duration && f.requests == 0 && f.trace.empty()) {
+    return usage("--duration or --requests: give at least one limit");
+  }
+  if (!f.rates.empty() + !f.concurrencies.empty() + !f.trace.empty() > 1) {
+    return usage("--rate, --concurrency and --trace: choose one (open loop, closed loop or replay)");
+  }
+  if (!(f.time_scale > 0) || f.time_scale > 1e6) return usage("--time-scale: must be positive");
+  Result<load::ArrivalProcess> arrival = load::ParseArrivalProcess(f.arrival);
+  if (!arrival.ok()) return usage("--arrival: " + arrival.error().message);
+  if (!(f.burstiness > 0)) return usage("--burstiness: must be positive");
+  load::StepLimits limits;
+  limits.duration = duration;
+  if (f.requests > 0) limits.requests = f.requests;
+  limits.warmup = warmup.value();
+  limits.warmup_requests = f.warmup_requests;
+  for (double rate : f.rates) {
+    if (!(rate > 0) || rate > 1e6) return usage(fmt::format("--rate: {} is not in (0, 1e6]", rate));
+    load::StepSpec step;
+    step.mode = load::LoopMode::kOpen;
+    step.open = {rate, arrival.value(), f.burstiness};
+    step.limits = limits;
+    step.label = fmt::format("rate={}/s", rate);
+    setup.steps.push_back(step);
+  }
+  if (!f.trace.empty()) {
+    workload::ImportOptions import;
+    Result<workload::TraceFormat> format = workload::ParseTraceFormat(f.trace_format);
+    if (!format.ok()) return usage("--trace-format: " + format.error().message);
+    import.format = format.value();
+    import.skip_invalid = f.skip_invalid;
+    workload::ImportReport report;
+    Result<workload::Trace> trace = workload::LoadTrace(f.trace, import, &report);
+    if (!trace.ok()) return usage("--trace: " + trace.error().message);
+    if (!report.SkippedSummary().empty()) {
+      fmt::print(stderr, "{}: --trace: {}\n", command, report.SkippedSummary());
+    }
+    if (!trace->arrivals_known) {
+      fmt::print(stderr, "{}: --trace: the source has no arrival times; every request "
+                         "arrives at once (use --rate with its lengths via bakeoff synth)\n", command);
+    }
+    setup.trace = std::make_shared<workload::Trace>(std::move(trace.value()));
+    load::StepSpec step;
+    step.mode = load::LoopMode::kTrace;
+    step.trace = setup.trace.get();
+    step.time_scale = f.time_scale;
+    step.limits = limits;
+    step.label = fmt::format("trace x{}", f.time_scale);
+    setup.steps.push_back(step);
+  }
+  setup.concurrencies = f.concurrencies;
+  if (f.rates.empty() && setup.concurrencies.empty() && f.trace.empty()) setup.concurrencies.push_back(1);
+  for (std::uint32_t c : setup.concurrencies) {
+    if (c == 0 || c > 100000) return usage(fmt::format("--concurrency: {} is not in [1, 100000]", c));
+    load::StepSpec step;
+    step.mode = load::LoopMode::kClosed;
+    step.concurrency = c;
+    step.limits = limits;
+    step.label = fmt::format("concurrency={}", c);
+    setup.steps.push_back(step);
+  }
+  if (!f.slo.empty()) {
+    Result<analyze::Slo> slo = analyze::ParseSlo(f.slo);
+    if (!slo.ok()) return usage(slo.error().message);
+    setup.slo = slo.value();
+  }
+  const std::string name = command.substr(command.find(' ') + 1);  // "bakeoff bench" -> "bench"
+  setup.out_dir = f.out.empty() ? std::filesystem::path("out") / fmt::format("{}-{}", name, ::time(nullptr))
+                                : std::filesystem::path(f.out);
+  return setup;
+}
+
+nlohmann::json LoadFlagsJson(const LoadFlags& f, const LoadSetup& setup) {
+  return {{"model", f.model}, {"api", f.api}, {"stream", !f.no_stream},
+          {"prompt_tokens", f.prompt_tokens}, {"output_tokens", f.output_tokens},
+          {"ignore_eos", f.ignore_eos}, {"rates", f.rates}, {"concurrencies", setup.concurrencies},
+          {"arrival", f.arrival}, {"burstiness", f.burstiness}, {"duration", f.duration},
+          {"requests", f.requests}, {"warmup", f.warmup}, {"warmup_requests", f.warmup_requests},
+          {"seed", f.seed}, {"slo", f.slo}, {"trace", f.trace}, {"trace_format", f.trace_format},
+          {"time_scale", f.time_scale}, {"skip_invalid", f.skip_invalid}};
+}
+
+}  // namespace bakeoff::cli

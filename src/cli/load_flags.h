@@ -1,0 +1,77 @@
+// cli/load_flags.h
+//
+// Owns: the flags that describe a load (shape, steps, limits, trace replay, SLO, output folder),
+// shared by `bakeoff bench` (against a server) and `bakeoff simulate` (on the virtual clock), so
+// the same command line means the same load in both; their registration, validation (one-line
+// errors naming the flag) and their record in summary.json.
+// Does not own: the network flags of bench or the engine flags of simulate.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/slo.h"
+#include "core/result.h"
+#include "load/runner.h"
+#include "workload/trace.h"
+
+namespace CLI {
+class App;
+}
+
+namespace bakeoff::cli {
+
+struct LoadFlags {
+  std::string model;
+  std::string api = "chat";
+  bool no_stream = false;
+  std::uint32_t prompt_tokens = 256;
+  std::uint32_t output_tokens = 128;
+  bool ignore_eos = false;
+  std::vector<double> rates;
+  std::vector<std::uint32_t> concurrencies;
+  std::string arrival = "poisson";
+  double burstiness = 1;
+  std::string duration;
+  std::uint64_t requests = 0;
+  std::string warmup = "0s";
+  std::uint64_t warmup_requests = 0;
+  std::uint64_t seed = 1;
+  std::string out;
+  std::string slo;
+  std::string trace;
+  std::string trace_format = "auto";
+  double time_scale = 1;
+  bool skip_invalid = false;
+};
+
+// Registers the load flags on `command`.
+void AddLoadOptions(CLI::App& command, LoadFlags& flags);
+
+// The load a LoadFlags describes.
+struct LoadSetup {
+  std::vector<load::StepSpec> steps;  // point into `trace` for replay steps
+  load::RequestShape shape;
+  dialect::GenerationRequest request;  // the template: api, model, stream, ignore_eos
+  std::shared_ptr<workload::Trace> trace;
+  analyze::Slo slo;
+  std::filesystem::path out_dir;
+  std::vector<std::uint32_t> concurrencies;  // as run (1 when no step kind was chosen)
+};
+
+// Validates the flags and builds the steps; kInvalidInput with a message naming the flag.
+// `command` prefixes warnings printed to stderr (e.g. rows skipped in the trace).
+Result<LoadSetup> BuildLoad(const LoadFlags& flags, const std::string& command);
+
+// Parses "250ms", "30s", "5min", "1h" or a bare number of seconds.
+Result<Nanos> ParseDuration(const std::string& flag, std::string text);
+
+// The load flags as given, for summary.json's "config".
+nlohmann::json LoadFlagsJson(const LoadFlags& flags, const LoadSetup& setup);
+
+}  // namespace bakeoff::cli

@@ -1,0 +1,127 @@
+// One engine model, two clocks: `bakeoff bench` against the real-time emulated server and
+// `bakeoff simulate` on the virtual clock, given the same preset, seed and open-loop load at
+// moderate load, agree on TTFT and TPOT p50 and p90 within 5% (issue 3, "Tests"). Also checks that
+// a simulate run writes the same files as a real run, marked emulated, and byte-identical for a
+// seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/bench.h"
+#include "analyze/simulate.h"
+#include "emulate/engine_preset.h"
+#include "emulate/server.h"
+#include "support/timing.h"
+
+namespace bakeoff {
+namespace {
+
+std::filesystem::path TempDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("bakeoff_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::string ReadAll(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+emulate::EngineConfig Preset() {
+  auto preset = emulate::LoadEnginePreset(std::filesystem::path(BAKEOFF_SOURCE_DIR) /
+                                          "examples/engines/continuous-paged.yaml");
+  EXPECT_TRUE(preset.ok()) << preset.error().message;
+  return preset.ok() ? preset->config : emulate::EngineConfig{};
+}
+
+// About 5 requests in flight: 8 requests a second of 512 prompt and 64 output tokens.
+load::RunSpec ModerateLoad() {
+  load::RunSpec run;
+  run.shape = {512, 64};
+  run.seed = 42;
+  run.target.request.ignore_eos = true;
+  run.target.request.min_tokens = 64;
+  load::StepSpec step;
+  step.mode = load::LoopMode::kOpen;
+  step.open = {8.0, load::ArrivalProcess::kPoisson, 1.0};
+  step.limits.requests = 120;
+  step.limits.warmup_requests = 5;
+  step.label = "rate=8/s";
+  run.steps.push_back(step);
+  return run;
+}
+
+Result<analyze::BenchOutcome> Simulate(const std::filesystem::path& out) {
+  analyze::SimulateConfig config;
+  config.run = ModerateLoad();
+  config.run.target.request.model = "emulated-model";
+  config.sim.engine = Preset();
+  config.out_dir = out;
+  std::atomic<bool> stop{false};
+  return analyze::RunSimulate(config, stop, [](const std::string&) {});
+}
+
+TEST(SimulateAgreementTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.engine = Preset();
+  auto server = emulate::EmulatorServer::Start(emulator);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  analyze::BenchConfig bench;
+  bench.run = ModerateLoad();
+  bench.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
+  bench.run.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  bench.out_dir = TempDir("agree_bench");
+  std::atomic<bool> stop{false};
+  auto measured = analyze::RunBench(bench, stop, [](const std::string&) {}, nullptr);
+  ASSERT_TRUE(measured.ok()) << measured.error().message;
+  auto simulated = Simulate(TempDir("agree_sim"));
+  ASSERT_TRUE(simulated.ok()) << simulated.error().message;
+
+  const analyze::StepAnalysis& real = measured->steps.at(0);
+  const analyze::StepAnalysis& sim = simulated->steps.at(0);
+  ASSERT_EQ(real.outcomes.at("ok"), 120u);
+  ASSERT_EQ(sim.outcomes.at("ok"), 120u);
+  struct Figure {
+    const char* name;
+    double real, sim;
+  };
+  for (const Figure& f : {Figure{"TTFT p50", real.ttft_ms.p50.value, sim.ttft_ms.p50.value},
+                          Figure{"TTFT p90", real.ttft_ms.p90.value, sim.ttft_ms.p90.value},
+                          Figure{"TPOT p50", real.tpot_ms.p50.value, sim.tpot_ms.p50.value},
+                          Figure{"TPOT p90", real.tpot_ms.p90.value, sim.tpot_ms.p90.value}}) {
+    EXPECT_NEAR(f.sim / f.real, 1.0, 0.05) << f.name << ": bench " << f.real << " ms, simulate " << f.sim << " ms";
+  }
+}
+
+TEST(SimulateAgreementTest, SimulateWritesTheRunFilesMarkedEmulatedAndIsDeterministic) {
+  const auto first_dir = TempDir("sim_first");
+  const auto second_dir = TempDir("sim_second");
+  auto first = Simulate(first_dir);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  auto second = Simulate(second_dir);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_TRUE(first->emulated);
+  const std::string records = ReadAll(first_dir / "records.jsonl");
+  EXPECT_EQ(std::count(records.begin(), records.end(), '\n'), 125);
+  EXPECT_EQ(records, ReadAll(second_dir / "records.jsonl"));
+  const std::string summary_text = ReadAll(first_dir / "summary.json");
+  EXPECT_EQ(summary_text, ReadAll(second_dir / "summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(summary_text);
+  EXPECT_EQ(summary["target"]["emulated"], true);
+  EXPECT_EQ(summary["target"]["simulated"], true);
+  EXPECT_EQ(summary["schema_version"], analyze::kSummarySchemaVersion);
+  EXPECT_EQ(summary["steps"][0]["simulator"]["replicas"][0]["routed"], 125);
+}
+
+}  // namespace
+}  // namespace bakeoff
