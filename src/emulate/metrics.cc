@@ -30,6 +30,11 @@ constexpr std::array<double, 21> kRequestLatencyBuckets = {
     0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
     30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
+// bakeoff's own: how late a step ends against its planned instant (timer and loop latency).
+constexpr std::array<double, 14> kStepLagBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                                    0.0025,  0.005,  0.01,    0.025,  0.05,
+                                                    0.1,     0.25,   0.5,     1.0};
+
 // prometheus_client's floatToGoString: integral values keep one decimal ("3.0"), others the
 // shortest representation that reads back exactly; infinities are "+Inf"/"-Inf".
 std::string FormatValue(double value) {
@@ -123,6 +128,7 @@ std::uint64_t PrometheusHistogram::CumulativeCount(std::size_t i) const {
 std::span<const double> TtftBucketsSeconds() { return kTtftBuckets; }
 std::span<const double> InterTokenBucketsSeconds() { return kInterTokenBuckets; }
 std::span<const double> RequestLatencyBucketsSeconds() { return kRequestLatencyBuckets; }
+std::span<const double> StepLagBucketsSeconds() { return kStepLagBuckets; }
 
 std::string EscapeLabelValue(std::string_view value) {
   std::string out;
@@ -187,6 +193,9 @@ std::string RenderPrometheusMetrics(std::string_view model_name, const EngineCou
   w.Family("bakeoff_emulated", "gauge",
            "1: this server is bakeoff's emulated engine; its figures are not an engine measurement.");
   w.Bare("bakeoff_emulated", "1");
+  w.Histogram("bakeoff_emulate_step_lag_seconds",
+              "How late each engine step ended against its planned instant (modelled mode).",
+              requests.step_lag);
   w.Family("bakeoff_emulate_rejected_requests_total", "counter",
            "Generation requests answered 503, by reason.");
   w.Sample("bakeoff_emulate_rejected_requests_total", "reason=\"queue_full\"",

@@ -52,6 +52,8 @@ class PrometheusHistogram {
 std::span<const double> TtftBucketsSeconds();            // 0.001 .. 2560, 22 bounds
 std::span<const double> InterTokenBucketsSeconds();      // 0.01 .. 80, 19 bounds
 std::span<const double> RequestLatencyBucketsSeconds();  // 0.3 .. 7680, 21 bounds (e2e, queue)
+// bakeoff's, for the step lag: 50 us .. 1 s, 14 bounds.
+std::span<const double> StepLagBucketsSeconds();
 
 // Figures the server observes per request. Latencies are measured on the server's monotonic
 // clock from the instant the request was parsed (vLLM measures from frontend arrival).
@@ -60,6 +62,7 @@ struct RequestMetrics {
   PrometheusHistogram inter_token{InterTokenBucketsSeconds()};     // token k-1 -> token k
   PrometheusHistogram e2e{RequestLatencyBucketsSeconds()};         // arrival -> last token
   PrometheusHistogram queue_time{RequestLatencyBucketsSeconds()};  // arrival -> scheduled
+  PrometheusHistogram step_lag{StepLagBucketsSeconds()};  // planned step end -> tokens handed out
   std::uint64_t finished_stop = 0;
   std::uint64_t finished_length = 0;
   std::uint64_t finished_abort = 0;  // client disconnects, shutdown aborts, stream-error faults

@@ -1090,6 +1090,7 @@ void EmulatorServer::Impl::OnStepDone() {
   }
   // One write per connection for the whole step.
   for (auto& connection : touched) connection->Flush();
+  metrics_.step_lag.Observe(ToSeconds(Now() - step_end_));
   PublishQueueStats();
   // Back to back in model time, unless the loop fell behind real time.
   BeginStep(now - step_end_ <= kMaxStepLag ? step_end_ : now);

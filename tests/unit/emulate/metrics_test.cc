@@ -134,6 +134,7 @@ TEST(PrometheusMetricsTest, EveryLineIsWellFormed) {
     requests.inter_token.Observe(v);
     requests.e2e.Observe(v);
     requests.queue_time.Observe(v);
+    requests.step_lag.Observe(v);
   }
   const std::string text = RenderPrometheusMetrics("m", EngineCounters{}, requests);
   ASSERT_FALSE(text.empty());
@@ -158,7 +159,7 @@ TEST(PrometheusMetricsTest, EveryLineIsWellFormed) {
       last_bucket[family] = value;
     }
   }
-  EXPECT_EQ(last_bucket.size(), 4u);
+  EXPECT_EQ(last_bucket.size(), 5u);
   for (const auto& [family, count] : last_bucket) EXPECT_EQ(count, 5.0) << family;
 }
 

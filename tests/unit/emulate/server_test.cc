@@ -466,6 +466,9 @@ TEST(EmulatorServerTest, MetricsCountTokensRequestsAndLatencies) {
   EXPECT_GE(Metric(body, "vllm:prefix_cache_hits_total"), 0.0);
   EXPECT_EQ(testing::PrometheusValue(body, "bakeoff_emulated"), 1.0);
   EXPECT_EQ(server->stats().finished, 2u);
+  // One step-lag observation per engine step.
+  EXPECT_EQ(Metric(body, "bakeoff_emulate_step_lag_seconds_count"), static_cast<double>(server->stats().steps));
+  EXPECT_GT(server->stats().steps, 0u);
 }
 
 TEST(EmulatorServerTest, WaitingQueueLimitAnswers503) {
