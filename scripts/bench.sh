@@ -20,7 +20,7 @@
 #   runs micro, whose figures its notes quote). A partial run writes a document with only those
 #   sections, so point BAKEOFF_BENCH_DOC elsewhere to try one section, e.g.
 #   BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
-#   (the workload section alone takes about 1.5 minutes and ~450 MB of disk under TMPDIR).
+#   (the workload section alone takes about 2.5 minutes and ~1.7 GB of disk under TMPDIR).
 set -euo pipefail
 
 build=${1:-build/release}
@@ -585,14 +585,15 @@ wl_gen_azure() {
     }' >"$1"
 }
 
-# wl_gen_mooncake FILE ROWS GROUPS SHARED FRESH: Mooncake-style JSONL, timestamps in ms (gaps
-# 0..19). FRESH = -1: no hash_ids, input 1..16384 tokens. Otherwise every row has SHARED + FRESH
-# ids and 512 x (SHARED + FRESH - 1) + 1 .. 512 x (SHARED + FRESH) input tokens: the SHARED ids
-# are the chain of one of GROUPS groups, the FRESH ones are new. Writes "rows input_total
-# output_total served_tokens distinct_blocks" to FILE.expected, served tokens by the ideal
-# prefix cache of docs/workloads.md (a group's chain is matched from its second row on).
+# wl_gen_mooncake FILE ROWS GROUPS SHARED FRESH [CHECKPOINT]: Mooncake-style JSONL, timestamps in
+# ms (gaps 0..19). FRESH = -1: no hash_ids, input 1..16384 tokens. Otherwise every row has
+# SHARED + FRESH ids and 512 x (SHARED + FRESH - 1) + 1 .. 512 x (SHARED + FRESH) input tokens:
+# the SHARED ids are the chain of one of GROUPS groups, the FRESH ones are new. Writes "rows
+# input_total output_total served_tokens distinct_blocks" to FILE.expected after CHECKPOINT rows
+# (for `head`) and after all ROWS, served tokens by the ideal prefix cache of docs/workloads.md (a
+# group's chain is matched from its second row on).
 wl_gen_mooncake() {
-  awk -v n="$2" -v groups="$3" -v shared="$4" -v fresh="$5" -v expect="$1.expected" "$wl_awk_lcg"'
+  awk -v n="$2" -v groups="$3" -v shared="$4" -v fresh="$5" -v m="${6:-0}" -v expect="$1.expected" "$wl_awk_lcg"'
     BEGIN {
       x = 512; ts = 0; tin = 0; tout = 0; served = 0; next_id = groups * shared; used = 0
       for (i = 1; i <= n; i++) {
@@ -600,20 +601,22 @@ wl_gen_mooncake() {
         if (fresh < 0) {
           it = 1 + r() % 16384; ot = 1 + r() % 1000; tin += it; tout += ot
           printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d}\n", ts, it, ot
+          if (i == m || i == n) printf "%d %.0f %.0f\n", i, tin, tout > expect
           continue
         }
         it = 512 * (shared + fresh - 1) + 1 + r() % 512; ot = 1 + r() % 1000; g = r() % groups
         tin += it; tout += ot
-        if (g in seen) served += (it < 512 * shared) ? it : 512 * shared
-        else { seen[g] = 1; used++ }
-        line = "{\"timestamp\": " ts ", \"input_length\": " it ", \"output_length\": " ot ", \"hash_ids\": ["
-        sep = ""
-        for (k = 0; k < shared; k++) { line = line sep (g * shared + k); sep = ", " }
-        for (k = 0; k < fresh; k++) { line = line sep next_id; next_id++; sep = ", " }
-        print line "]}"
+        if (g in chain) served += (it < 512 * shared) ? it : 512 * shared
+        else {
+          s = ""
+          for (k = 0; k < shared; k++) s = s (k ? ", " : "") (g * shared + k)
+          chain[g] = s; used++
+        }
+        ids = chain[g]
+        for (k = 0; k < fresh; k++) { ids = ids (ids == "" ? "" : ", ") next_id; next_id++ }
+        printf "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": %d, \"hash_ids\": [%s]}\n", ts, it, ot, ids
+        if (i == m || i == n) printf "%d %.0f %.0f %.0f %.0f\n", i, tin, tout, served, used * shared + i * fresh > expect
       }
-      if (fresh < 0) printf "%d %.0f %.0f\n", n, tin, tout > expect
-      else printf "%d %.0f %.0f %.0f %.0f\n", n, tin, tout, served, used * shared + n * fresh > expect
     }' >"$1"
 }
 
@@ -735,22 +738,47 @@ wl_gen_s=$((wl_gen_s + SECONDS - gen_start))
 if wl_measure "w2 no ids" "$work/mooncake-noids-2m.jsonl" mooncake; then
   w2a_rate=$wl_cpu_rate
   wl_rows+=("| (w2) import + fingerprint, Mooncake JSONL without \`hash_ids\`, 2,000,000 rows | >= 1,000,000 rows/s per core | $(wl_range "$wl_cpu_rate" "${wl_cpu_rates[@]}") rows/CPU-s | $(wl_range "$wl_wall_rate" "${wl_wall_rates[@]}") rows/s | $(mib "$wl_rss_max") MiB | $(status "$wl_cpu_rate" "$wl_target" higher) | \`$wl_cmd\` |")
-  wl_notes+=("**(w2) Mooncake JSONL without ids.** Rows \`{\"timestamp\": ms, \"input_length\": n, \"output_length\": m}\`, timestamps rising by 0..19 ms, input 1..16,384 and output 1..1,000 tokens, uniform. Checked like (w1). $(wl_detail). Limit: about $(calc "%.0f" "1e9 / $wl_cpu_rate") ns of CPU per row, each line a JSON object parsed whole (simdjson DOM), plus the same summaries as (w1).")
+  wl_notes+=("**(w2) Mooncake JSONL without ids.** Rows \`{\"timestamp\": ms, \"input_length\": n, \"output_length\": m}\`, timestamps rising by 0..19 ms, input 1..16,384 and output 1..1,000 tokens, uniform. Checked like (w1). $(wl_detail). Limit: about $(calc "%.0f" "1e9 / $wl_cpu_rate") ns of CPU per row: each line is read by the importer's fast path for plain Mooncake rows (any other line goes through the simdjson DOM parser, which gives the same row or the same message), plus the same summaries as (w1).")
 fi
 rm -f "$work/mooncake-noids-2m.jsonl"
 
-log "(w) generating 2,000,000-row Mooncake JSONL with 8 hash_ids a row"
+# (w2) and (w3) with ids: one 10,000,000-row Mooncake JSONL with 8 ids a row; its first 2,000,000
+# rows are (w2)'s file.
+log "(w) generating a 10,000,000-row Mooncake JSONL with 8 hash_ids a row"
 gen_start=$SECONDS
-wl_gen_mooncake "$work/mooncake-ids-2m.jsonl" 2000000 4096 6 2
-wl_gen_s=$((wl_gen_s + SECONDS - gen_start))
+wl_gen_mooncake "$work/mooncake-ids-10m.jsonl" 10000000 4096 6 2 2000000
+head -n 2000000 "$work/mooncake-ids-10m.jsonl" >"$work/mooncake-ids-2m.jsonl"
+head -n 1 "$work/mooncake-ids-10m.jsonl.expected" >"$work/mooncake-ids-2m.jsonl.expected"
+tail -n 1 "$work/mooncake-ids-10m.jsonl.expected" >"$work/mooncake-ids-10m.jsonl.expected.tmp"
+mv "$work/mooncake-ids-10m.jsonl.expected.tmp" "$work/mooncake-ids-10m.jsonl.expected"
+wl_gen_ids_s=$((SECONDS - gen_start))
+wl_gen_s=$((wl_gen_s + wl_gen_ids_s))
+ids_desc="6 shared by one of 4,096 groups + 2 new"
 if wl_measure "w2 ids" "$work/mooncake-ids-2m.jsonl" mooncake; then
   w2b_rate=$wl_cpu_rate w2b_rss=$wl_rss_max
   w2b_share=$(jq -r '.prefix_reuse.share * 100' "$wl_json")
   w2b_distinct=$(jq -r '.prefix_reuse.distinct_blocks' "$wl_json")
-  wl_rows+=("| (w2) import + fingerprint, Mooncake JSONL with 8 \`hash_ids\` a row (6 shared by one of 4,096 groups + 2 new), 2,000,000 rows | >= 1,000,000 rows/s per core | $(wl_range "$wl_cpu_rate" "${wl_cpu_rates[@]}") rows/CPU-s | $(wl_range "$wl_wall_rate" "${wl_wall_rates[@]}") rows/s | $(mib "$wl_rss_max") MiB | $(status "$wl_cpu_rate" "$wl_target" higher) | \`$wl_cmd\` |")
+  wl_rows+=("| (w2) import + fingerprint, Mooncake JSONL with 8 \`hash_ids\` a row ($ids_desc), 2,000,000 rows | >= 1,000,000 rows/s per core | $(wl_range "$wl_cpu_rate" "${wl_cpu_rates[@]}") rows/CPU-s | $(wl_range "$wl_wall_rate" "${wl_wall_rates[@]}") rows/s | $(mib "$wl_rss_max") MiB | $(status "$wl_cpu_rate" "$wl_target" higher) | \`$wl_cmd\` |")
   w2b_detail=$(wl_detail)
 fi
 rm -f "$work/mooncake-ids-2m.jsonl"
+if wl_measure "w3 ids" "$work/mooncake-ids-10m.jsonl" mooncake; then
+  w3b_distinct=$(jq -r '.prefix_reuse.distinct_blocks' "$wl_json")
+  wl_rows+=("| (w3) peak RSS of import + fingerprint, Mooncake JSONL with 8 \`hash_ids\` a row ($ids_desc), 10,000,000 rows | < 1.5 GiB | $(mib "$wl_rss_max") MiB ($(calc "%.0f" "$wl_rss_max * 1024 / $wl_rows_expected") B per row; largest of $wl_n runs) | - | $(mib "$wl_rss_max") MiB | $(status "$wl_rss_max" $((1536 * 1024)) lower) | \`$wl_cmd\` |")
+  wl_rows+=("| (w3) import + fingerprint, Mooncake JSONL with 8 \`hash_ids\` a row, 10,000,000 rows | >= 1,000,000 rows/s per core | $(wl_range "$wl_cpu_rate" "${wl_cpu_rates[@]}") rows/CPU-s | $(wl_range "$wl_wall_rate" "${wl_wall_rates[@]}") rows/s | $(mib "$wl_rss_max") MiB | $(status "$wl_cpu_rate" "$wl_target" higher) | \`$wl_cmd\` |")
+  # The chain table (docs/workloads.md): 8-byte slots, a power of two from 1,024, at most 70% full;
+  # while it doubles, the old table is held too. Its size for these distinct blocks, and the most
+  # distinct blocks whose table (with its predecessor) and 16 bytes per request fit in 1.5 GiB.
+  # And the table for as many rows each bringing 15 new blocks, as the real Mooncake trace's do
+  # (182,790 distinct blocks in 12,031 requests, docs/workloads.md).
+  read -r w3b_slots w3b_max_distinct w3b_real_distinct w3b_real_gib < <(awk -v d="$w3b_distinct" -v rows="$wl_rows_expected" 'BEGIN {
+    s = 1024; while (s * 0.7 < d) s *= 2
+    m = 1024; while (1.5 * 8 * (2 * m) + 16 * rows <= 1.5 * 1073741824) m *= 2
+    r = 15 * rows; t = 1024; while (t * 0.7 < r) t *= 2
+    printf "%d %d %d %g\n", s, m * 0.7, r, t * 8 / 1073741824 }')
+  wl_notes+=("**(w3) Mooncake JSONL with ids, 10,000,000 rows.** The same generator as (w2) with ids, 10,000,000 rows; (w2)'s file is its first 2,000,000 rows. Checked like (w2): $(commas "$w3b_distinct") distinct chain blocks. Peak RSS from \`/usr/bin/time -f %M\`: $(mib "$wl_rss_max") MiB, $(calc "%.0f" "$wl_rss_max * 1024 / $wl_rows_expected") bytes per row. The chain table for these blocks has $(commas "$w3b_slots") slots of 8 bytes ($(calc "%.0f" "$w3b_slots * 8 / 1048576") MiB), and while it doubled to that size the old one was held too ($(calc "%.0f" "$w3b_slots * 4 / 1048576") MiB more); the fingerprint keeps 16 bytes per request ($(calc "%.0f" "16 * $wl_rows_expected / 1048576") MiB); the rest is the import's buffers, the summaries' sort buffers and the binary.$( [ -z "${w2b_rss:-}" ] || echo " Between (w2)'s 2,000,000 rows ($(mib "$w2b_rss") MiB) and these 10,000,000 the peak grows by $(calc "%.1f" "($wl_rss_max - $w2b_rss) * 1024 / ($wl_rows_expected - 2000000)") bytes per row (the table's doublings make it a staircase, not a line).") What bounds the memory is the number of distinct chain blocks, not of rows: at 10,000,000 rows the table and its predecessor fit in 1.5 GiB up to about $(commas "$w3b_max_distinct") distinct blocks; a trace whose rows each bring 15 new blocks, as the real Mooncake trace's do (docs/workloads.md), would have $(commas "$w3b_real_distinct") at $(commas "$wl_rows_expected") rows and need a $w3b_real_gib GiB table ($(calc "%g" "1.5 * $w3b_real_gib") GiB while doubling): over the limit. $(wl_detail). Rows per CPU-second against (w2)'s 2,000,000 rows: $(calc "%.2f" "$wl_cpu_rate / ${w2b_rate:-$wl_cpu_rate}")x.")
+fi
+rm -f "$work/mooncake-ids-10m.jsonl"
 
 log "(w) generating 2,000,000-row Mooncake JSONL with 8 hash_ids a row from 64 chains"
 gen_start=$SECONDS
@@ -767,12 +795,12 @@ if [ -n "${w2b_rate:-}" ]; then
   if [ -n "${w2a_rate:-}" ] && [ -n "${w2c_rate:-}" ]; then
     ids_ns=$(calc "%.0f" "(1e9 / $w2b_rate - 1e9 / $w2a_rate) / 8")
     hot_ns=$(calc "%.0f" "(1e9 / $w2c_rate - 1e9 / $w2a_rate) / 8")
-    note="$note Where the time goes: a row costs $(calc "%.0f" "1e9 / $w2b_rate") ns of CPU against $(calc "%.0f" "1e9 / $w2a_rate") ns without ids, about $ids_ns ns per id. The reference run, whose rows have the same 8 ids (parsed the same way, and as many chain lookups) but only 512 distinct blocks, costs $(calc "%.0f" "1e9 / $w2c_rate") ns per row, $hot_ns ns per id (${w2c_detail,}). So of the ids' cost about $(calc "%.0f" "100 * ($ids_ns - $hot_ns) / ($ids_ns > 0 ? $ids_ns : 1)")% is the chain table's growth to $(commas "$w2b_distinct") entries and its lookups missing the CPU caches, and the rest parsing the ids and looking them up in a small table. Limit: the prefix-id work, not the JSON lines, keeps this figure $(awk -v v="$w2b_rate" -v t="$wl_target" 'BEGIN { print (v >= t) ? "near" : "below" }') the target: each new block is a random access into a table of tens of MB; real Mooncake rows carry more ids (one per 512 prompt tokens), so rows/s falls further as prompts grow, while ids/s ($(commas "$(calc "%.0f" "8 * $w2b_rate")") per CPU-second here) is the rate to scale by."
+    note="$note Where the time goes: a row costs $(calc "%.0f" "1e9 / $w2b_rate") ns of CPU against $(calc "%.0f" "1e9 / $w2a_rate") ns without ids, about $ids_ns ns per id. The reference run, whose rows have the same 8 ids (parsed the same way, and as many chain lookups) but only 512 distinct blocks, costs $(calc "%.0f" "1e9 / $w2c_rate") ns per row, $hot_ns ns per id (${w2c_detail,}). So of the ids' cost about $(calc "%.0f" "($ids_ns > $hot_ns) ? 100 * ($ids_ns - $hot_ns) / $ids_ns : 0")% is the chain table's growth to $(commas "$w2b_distinct") entries and its lookups going to memory, and the rest parsing the ids and hashing their chains. The lookups overlap: each row's chain hashes are computed before any lookup and their table slots prefetched, and a row is counted only once 64 ids of later rows are in flight behind it (docs/workloads.md, \"Speed and memory\"). Limit: rows per second scale with the ids a row carries; real Mooncake rows carry one id per 512 prompt tokens (24 a row on average in the real trace, of which 15 are new blocks), so ids per CPU-second ($(commas "$(calc "%.0f" "8 * $w2b_rate")") here) is the rate to scale by."
   fi
   wl_notes+=("$note")
 fi
 wl_seconds=$((SECONDS - wl_seconds_start))
-wl_notes+=("**Time.** The section took $wl_seconds s, of which generating the traces with awk $wl_gen_s s (the 10,000,000-row CSV $wl_gen_azure_s s); the files lived in the script's temporary folder and were deleted after use.")
+wl_notes+=("**Time.** The section took $wl_seconds s, of which generating the traces with awk $wl_gen_s s (the 10,000,000-row CSV $wl_gen_azure_s s, the 10,000,000-row Mooncake JSONL with ids ${wl_gen_ids_s:-0} s); the files lived in the script's temporary folder and were deleted after use.")
 fi  # want workload
 
 # =================================================================================================
@@ -859,6 +887,11 @@ mkdir -p "$(dirname "$doc")"
     echo "its range, and every run is checked: exit status 0 and fingerprint.json's request count and token"
     echo "totals (and, for rows with \`hash_ids\`, the prefix cache's served tokens and distinct blocks)"
     echo "equal to what the generator wrote."
+    if [ -n "${BENCH_ONLY:-}" ]; then
+      # A section regenerated alone may be pasted into a document whose Machine table is older.
+      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
+      echo "load average $machine_load_start at its start and $machine_load_end at its end."
+    fi
     echo
     echo "| figure | target | measured (per core) | wall clock | peak RSS | status | command |"
     echo "|---|---|---|---|---|---|---|"

@@ -77,7 +77,7 @@ int RunFingerprint(const FingerprintFlags& f) {
     for (const workload::TraceRequest& r : trace->requests) {
       builder.Add(r, r.prefix_hashes.empty() ? 0 : trace->block_tokens);
     }
-    report.origin_unix_ns.reset();  // LoadTrace already moved arrivals to the earliest
+    report.origin_unix_ns = trace->origin_unix_ns;  // LoadTrace moved arrivals (and it) to the earliest
     fingerprint = builder.Finish(report);
   } else {
     Result<workload::Fingerprint> computed = workload::FingerprintFile(f.file, options, &report);

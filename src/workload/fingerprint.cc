@@ -10,7 +10,9 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <map>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,23 +23,87 @@ namespace {
 
 constexpr std::size_t kMaxDistinctNames = 1000;  // model and group names kept before "(other)"
 constexpr double kRateWindowsS[] = {1, 10, 60, 600, 3600};
+constexpr double kRateBinLadderS[] = {1, 10, 60, 600, 3600, 86400};
 constexpr double kDiurnalMinimumS = 86400;
 
-LengthDistribution Lengths(const std::vector<std::uint32_t>& values) {
+// Sorts `keys` ascending: an LSD radix sort, 8 bits a pass, that skips the passes whose digit is
+// the same in every key. Several times faster than std::sort on millions of lengths or gaps.
+template <typename Key>
+void RadixSort(std::vector<Key>& keys) {
+  constexpr std::size_t kPasses = sizeof(Key);
+  const std::size_t n = keys.size();
+  if (n < 2) return;
+  std::vector<std::array<std::size_t, 256>> counts(kPasses);
+  for (const Key k : keys) {
+    for (std::size_t p = 0; p < kPasses; ++p) ++counts[p][(k >> (8 * p)) & 0xff];
+  }
+  std::vector<Key> scratch(n);
+  for (std::size_t p = 0; p < kPasses; ++p) {
+    if (counts[p][(keys[0] >> (8 * p)) & 0xff] == n) continue;  // every key has this digit
+    std::size_t offset = 0;
+    for (std::size_t& c : counts[p]) offset += std::exchange(c, offset);
+    for (const Key k : keys) scratch[counts[p][(k >> (8 * p)) & 0xff]++] = k;
+    keys.swap(scratch);
+  }
+}
+
+// stats::Summarize of an already sorted sample, computed the same way (sum and squares in sorted
+// order, the same quantile estimates), so the figures are bit for bit those of stats::Summarize
+// (fingerprint_test checks it) without its second sort.
+stats::Summary SummarizeSorted(const std::vector<double>& sorted) {
+  stats::Summary s;
+  s.count = sorted.size();
+  if (sorted.empty()) return s;
+  const double n = static_cast<double>(sorted.size());
+  s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  if (sorted.size() > 1) {
+    double squares = 0;
+    for (const double v : sorted) squares += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(squares / (n - 1));
+  }
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.p50 = stats::EstimateQuantile(sorted, 0.50);
+  s.p90 = stats::EstimateQuantile(sorted, 0.90);
+  s.p95 = stats::EstimateQuantile(sorted, 0.95);
+  s.p99 = stats::EstimateQuantile(sorted, 0.99);
+  s.p999 = stats::EstimateQuantile(sorted, 0.999);
+  return s;
+}
+
+// Sorts the column in place (it is not needed afterwards), so the summary costs one double per
+// value on top of it.
+LengthDistribution Lengths(std::vector<std::uint32_t> sorted) {
   LengthDistribution d;
-  std::vector<double> as_double(values.begin(), values.end());
-  for (const std::uint32_t v : values) {
+  RadixSort(sorted);
+  for (const std::uint32_t v : sorted) {
     d.total += v;
     const std::size_t bucket = v == 0 ? 0 : static_cast<std::size_t>(std::bit_width(v));
     if (d.log2_counts.size() <= bucket) d.log2_counts.resize(bucket + 1, 0);
     ++d.log2_counts[bucket];
   }
-  d.summary = stats::Summarize(std::move(as_double));
+  const std::vector<double> as_double(sorted.begin(), sorted.end());
+  std::vector<std::uint32_t>().swap(sorted);
+  d.summary = SummarizeSorted(as_double);
   return d;
 }
 
-double Pearson(const std::vector<std::uint32_t>& x, const std::vector<std::uint32_t>& y,
-               const std::function<double(double)>& f) {
+// log(1 + v) of token counts, from a table for the common lengths (the same values std::log1p
+// gives, computed once each instead of four times a request).
+class Log1pOfCounts {
+ public:
+  static constexpr std::uint32_t kTableSize = 1 << 17;
+  explicit Log1pOfCounts(std::uint32_t max_value) : table_(std::min(max_value, kTableSize - 1) + 1) {
+    for (std::size_t v = 0; v < table_.size(); ++v) table_[v] = std::log1p(static_cast<double>(v));
+  }
+  double operator()(std::uint32_t v) const { return v < table_.size() ? table_[v] : std::log1p(static_cast<double>(v)); }
+
+ private:
+  std::vector<double> table_;
+};
+
+template <typename F>
+double Pearson(const std::vector<std::uint32_t>& x, const std::vector<std::uint32_t>& y, const F& f) {
   const std::size_t n = x.size();
   if (n < 2) return 0;
   double mx = 0, my = 0;
@@ -175,7 +241,7 @@ void FingerprintBuilder::Add(const TraceRequest& r, std::uint32_t block_tokens) 
   if (!r.prefix_hashes.empty() && block_tokens > 0) {
     if (!prefix_) prefix_ = std::make_unique<PrefixReuseCounter>(block_tokens);
     BAKEOFF_CHECK(prefix_->block_tokens() == block_tokens) << "block size changed within a trace";
-    served_tokens_ += prefix_->Add(r.prefix_hashes, r.input_tokens);
+    prefix_->Push(r.prefix_hashes, r.input_tokens);
     ++requests_with_blocks_;
   }
   if (r.session_id) {
@@ -210,17 +276,29 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
   if (estimated_ > 0) {
     f.notes.push_back(fmt::format("{} requests have lengths estimated from text (ceil(bytes / 4))", estimated_));
   }
+  // The prefix table first: its memory is freed before the summaries below allocate theirs.
+  if (prefix_) {
+    prefix_->Flush();
+    f.block_tokens = prefix_->block_tokens();
+    f.requests_with_blocks = requests_with_blocks_;
+    f.distinct_blocks = prefix_->distinct_blocks();
+    f.served_tokens = prefix_->served_tokens();
+    prefix_.reset();
+  }
 
-  f.input = Lengths(input_);
-  f.output = Lengths(output_);
+  f.pearson = Pearson(input_, output_, [](std::uint32_t v) { return static_cast<double>(v); });
+  std::uint32_t longest = 0;
+  for (const std::uint32_t v : input_) longest = std::max(longest, v);
+  for (const std::uint32_t v : output_) longest = std::max(longest, v);
+  f.pearson_log = Pearson(input_, output_, Log1pOfCounts(longest));
+  f.input = Lengths(std::move(input_));
+  input_ = {};
+  f.output = Lengths(std::move(output_));
+  output_ = {};
   f.output_input_ratio = f.input.total > 0 ? static_cast<double>(f.output.total) / static_cast<double>(f.input.total) : 0;
-  f.pearson = Pearson(input_, output_, [](double v) { return v; });
-  f.pearson_log = Pearson(input_, output_, [](double v) { return std::log1p(v); });
-  std::vector<std::uint32_t>().swap(input_);
-  std::vector<std::uint32_t>().swap(output_);
 
   if (f.arrivals_known && !arrival_s_.empty()) {
-    std::sort(arrival_s_.begin(), arrival_s_.end());
+    if (!std::is_sorted(arrival_s_.begin(), arrival_s_.end())) std::sort(arrival_s_.begin(), arrival_s_.end());
     const double first = arrival_s_.front();
     if (report.origin_unix_ns) {
       // The origin is the first row in file order; move it to the earliest arrival.
@@ -248,6 +326,29 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
     } else {
       f.first_percent_share = 1;
     }
+    // Batches: runs of equal arrival times, counted by size (few distinct sizes, no per-row memory).
+    {
+      std::map<std::uint32_t, std::uint64_t> by_size;
+      std::uint32_t run = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i > 0 && arrival_s_[i] != arrival_s_[i - 1]) ++by_size[std::exchange(run, 0)];
+        if (run < UINT32_MAX) ++run;
+      }
+      ++by_size[run];
+      f.batch_sizes.assign(by_size.begin(), by_size.end());
+    }
+    if (f.duration_s > 0) {
+      f.rate_bin_s = kRateBinLadderS[std::size(kRateBinLadderS) - 1];
+      for (const double bin : kRateBinLadderS) {
+        if (std::ceil(f.duration_s / bin) <= static_cast<double>(kMaxRateBins)) {
+          f.rate_bin_s = bin;
+          break;
+        }
+      }
+      const auto bins = static_cast<std::size_t>(std::max(1.0, std::ceil(f.duration_s / f.rate_bin_s)));
+      f.rate_bins.assign(bins, 0);
+      for (const double t : arrival_s_) ++f.rate_bins[std::min(bins - 1, static_cast<std::size_t>(t / f.rate_bin_s))];
+    }
     if (f.duration_s >= kDiurnalMinimumS) {
       std::array<std::uint64_t, 24> hours{};
       const double origin_s = f.origin_unix_ns ? static_cast<double>(*f.origin_unix_ns) * 1e-9 : 0;
@@ -260,18 +361,23 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
       const auto [lo, hi] = std::minmax_element(hours.begin(), hours.end());
       if (*lo > 0) f.hourly_peak_to_trough = static_cast<double>(*hi) / static_cast<double>(*lo);
     }
-    // Gaps last: they reuse the arrival column's memory.
-    std::vector<double> gaps;
+    // Gaps last, once the arrival column is freed. They are sorted as their bit patterns, which
+    // order as the values do for doubles >= 0.
     if (n >= 2) {
-      gaps.resize(n - 1);
+      std::vector<std::uint64_t> gap_bits(n - 1);
       std::uint64_t tied = 0;
       for (std::size_t i = 1; i < n; ++i) {
-        gaps[i - 1] = arrival_s_[i] - arrival_s_[i - 1];
-        if (gaps[i - 1] == 0) ++tied;
+        const double gap = arrival_s_[i] - arrival_s_[i - 1];
+        gap_bits[i - 1] = std::bit_cast<std::uint64_t>(gap);
+        if (gap == 0) ++tied;
       }
       f.tied_share = static_cast<double>(tied) / static_cast<double>(n - 1);
       std::vector<double>().swap(arrival_s_);
-      f.gap_s = stats::Summarize(std::move(gaps));
+      RadixSort(gap_bits);
+      std::vector<double> gaps(gap_bits.size());
+      for (std::size_t i = 0; i < gaps.size(); ++i) gaps[i] = std::bit_cast<double>(gap_bits[i]);
+      std::vector<std::uint64_t>().swap(gap_bits);
+      f.gap_s = SummarizeSorted(gaps);
       if (f.gap_s.mean > 0) {
         f.gap_cv = f.gap_s.stddev / f.gap_s.mean;
         if (f.gap_cv > 0) f.gamma_shape = 1 / (f.gap_cv * f.gap_cv);
@@ -279,16 +385,11 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
     }
   }
 
-  if (prefix_) {
-    f.block_tokens = prefix_->block_tokens();
-    f.requests_with_blocks = requests_with_blocks_;
-    f.distinct_blocks = prefix_->distinct_blocks();
-    f.served_tokens = served_tokens_;
+  if (f.block_tokens > 0) {
     f.prompt_tokens = f.input.total;
-    f.prefix_reuse = f.prompt_tokens > 0 ? static_cast<double>(served_tokens_) / static_cast<double>(f.prompt_tokens) : 0;
+    f.prefix_reuse = f.prompt_tokens > 0 ? static_cast<double>(f.served_tokens) / static_cast<double>(f.prompt_tokens) : 0;
     f.prefix_from_text = report.format == TraceFormat::kShareGpt || report.format == TraceFormat::kOpenAiLog ||
                          estimated_ > 0;
-    prefix_.reset();
   }
 
   if (!sessions_.empty()) {
@@ -350,8 +451,16 @@ std::string FingerprintJson(const Fingerprint& f) {
     burst["gap_cv"] = f.gap_cv;
     burst["gamma_shape"] = f.gamma_shape ? nlohmann::json(*f.gamma_shape) : nlohmann::json(nullptr);
     burst["tied_gap_share"] = f.tied_share;
+    nlohmann::json batches = nlohmann::json::array();
+    for (const auto& [size, count] : f.batch_sizes) batches.push_back({size, count});
+    burst["batch_sizes"] = std::move(batches);
     arrivals["burstiness"] = std::move(burst);
     arrivals["first_percent_share"] = f.first_percent_share;
+    if (!f.rate_bins.empty()) {
+      arrivals["rate_profile"] = {{"bin_s", f.rate_bin_s}, {"requests_per_bin", f.rate_bins}};
+    } else {
+      arrivals["rate_profile"] = nullptr;
+    }
     if (f.hourly) {
       arrivals["diurnal"] = {{"basis", f.hourly_basis},
                              {"requests_per_hour", *f.hourly},
@@ -512,7 +621,24 @@ Result<Fingerprint> ParseFingerprintJson(std::string_view text) {
         f.gamma_shape = R::Get<double>(b, "gamma_shape", "arrivals.burstiness");
       }
       f.tied_share = R::GetOr<double>(b, "tied_gap_share", "arrivals.burstiness", 0);
+      for (const nlohmann::json& e : R::GetOr<nlohmann::json>(b, "batch_sizes", "arrivals.burstiness",
+                                                               nlohmann::json::array())) {
+        const auto pair = e.get<std::pair<std::uint32_t, std::uint64_t>>();
+        if (pair.first == 0 || pair.second == 0 ||
+            (!f.batch_sizes.empty() && pair.first <= f.batch_sizes.back().first)) {
+          throw R::Failure{"arrivals.burstiness.batch_sizes: expected [size, count] pairs, sizes ascending, both >= 1"};
+        }
+        f.batch_sizes.push_back(pair);
+      }
       f.first_percent_share = R::GetOr<double>(a, "first_percent_share", "arrivals", 0);
+      if (a.contains("rate_profile") && !a.at("rate_profile").is_null()) {
+        const nlohmann::json& p = a.at("rate_profile");
+        f.rate_bin_s = R::Get<double>(p, "bin_s", "arrivals.rate_profile");
+        f.rate_bins = R::Get<std::vector<std::uint64_t>>(p, "requests_per_bin", "arrivals.rate_profile");
+        if (!(f.rate_bin_s > 0) || f.rate_bins.empty()) {
+          throw R::Failure{"arrivals.rate_profile: needs bin_s > 0 and at least one bin"};
+        }
+      }
       if (a.contains("diurnal") && !a.at("diurnal").is_null()) {
         const nlohmann::json& d = a.at("diurnal");
         f.hourly_basis = R::Get<std::string>(d, "basis", "arrivals.diurnal");

@@ -6,6 +6,8 @@
 // prefill-heavy, prefix-heavy, bursty online, offline batch) with the figures that justify it.
 // The builder keeps compact columns (16 bytes a request, plus the prefix table), never the rows'
 // text, so a 10-million-row trace fits in a few hundred MB. A fingerprint contains no prompt text.
+// Its arrival figures include the rate over time (a profile of at most kMaxRateBins bins) and
+// the sizes of same-instant batches, which synthesis replays (synthesis.h).
 // Does not own: reading files (importers.h) or synthesis from a fingerprint.
 //
 // Thread-safety: a FingerprintBuilder is single-threaded; a Fingerprint is a plain value.
@@ -37,6 +39,7 @@ inline constexpr double kPrefillHeavyOutputRatio = 0.1;  // output tokens / inpu
 inline constexpr double kPrefixHeavyReuse = 0.3;         // ideal prefix-cache share >= this
 inline constexpr double kBurstyGapCv = 1.5;              // inter-arrival CV >= this (Poisson: 1)
 inline constexpr double kOfflineFrontShare = 0.5;        // this share arrives in the first 1%
+inline constexpr std::size_t kMaxRateBins = 1440;        // most bins of the rate profile (but see rate_bin_s)
 
 struct LengthDistribution {
   stats::Summary summary;
@@ -72,7 +75,17 @@ struct Fingerprint {
   double gap_cv = 0;                      // stddev / mean of the gaps
   std::optional<double> gamma_shape;      // moment fit k = 1 / cv^2 (Poisson: 1)
   double tied_share = 0;                  // share of gaps that are exactly 0
+  // Batches: requests that arrive at the same instant. (batch size, number of such instants), by
+  // size ascending; [(1, requests)] when no two arrivals tie. Empty in fingerprint.json files
+  // written before it existed.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> batch_sizes;
   double first_percent_share = 0;         // share of requests in the first 1% of the duration
+  // Rate over time: requests per bin of rate_bin_s seconds from the first arrival (bin k counts
+  // [k * bin, (k + 1) * bin); the last bin ends at the last arrival, which it counts, and may be
+  // shorter). The bin is the smallest of 1, 10, 60, 600, 3600, 86400 s that needs at most
+  // kMaxRateBins bins. Empty when the duration is 0 (or in older fingerprint.json files).
+  double rate_bin_s = 0;
+  std::vector<std::uint64_t> rate_bins;
 
   LengthDistribution input, output;
   double output_input_ratio = 0;  // total output tokens / total input tokens
@@ -134,7 +147,6 @@ class FingerprintBuilder {
   std::vector<std::uint32_t> output_;
   std::unique_ptr<PrefixReuseCounter> prefix_;
   std::uint64_t requests_with_blocks_ = 0;
-  std::uint64_t served_tokens_ = 0;
   std::unordered_map<std::uint64_t, SessionState> sessions_;  // by hash of the session id
   std::vector<double> think_time_s_;
   bool think_from_trace_ = false;

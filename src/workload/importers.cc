@@ -7,7 +7,9 @@
 //
 // JSON rows are parsed with the simdjson DOM parser rather than On Demand, for the reason given in
 // dialect/openai.cc: the DOM parser dispatches at run time to the best SIMD kernel. Each line is
-// parsed in place: the read buffer keeps SIMDJSON_PADDING spare bytes after its end.
+// parsed in place: the read buffer keeps SIMDJSON_PADDING spare bytes after its end. Mooncake
+// rows of the plain shape take a hand-written fast path first (PlainMooncakeRow), which accepts
+// only rows the DOM path reads to the same values and hands every other line to it.
 #include "workload/importers.h"
 
 #include <algorithm>
@@ -282,6 +284,8 @@ class Import {
         origin_seconds_ = t.number * UnitSeconds(unit_);
         if (!since_start_ && origin_seconds_ >= kEpochThreshold) {
           report_.origin_unix_ns = static_cast<std::int64_t>(origin_seconds_ * 1e9);
+        } else if (since_start_ && start_unix_ns_) {
+          report_.origin_unix_ns = *start_unix_ns_ + static_cast<std::int64_t>(std::llround(origin_seconds_ * 1e9));
         }
       }
       previous_number_ = t.number;
@@ -330,6 +334,8 @@ class Import {
   }
 
   dom::parser& parser() { return parser_; }
+  // The wall-clock time at which a since-start clock reads 0 (a canonical trace's origin_utc).
+  void set_start_unix_ns(std::int64_t ns) { start_unix_ns_ = ns; }
 
  private:
   std::string name_;
@@ -348,6 +354,7 @@ class Import {
   TimeUnit unit_ = TimeUnit::kSeconds;
   int epoch_class_ = -1;
   bool since_start_ = false;
+  std::optional<std::int64_t> start_unix_ns_;
   double previous_number_ = 0;
   double previous_arrival_ = 0;
 };
@@ -528,14 +535,133 @@ bool ParseLineObject(Import& im, std::string_view line, std::uint64_t number, do
   return true;
 }
 
+// Resets a Mooncake row for the next line, keeping the prefix id vector's capacity (no allocation
+// a row). Only the fields a Mooncake row sets are reset: an import reads one format, and nothing
+// else writes this row.
+void ResetMooncakeRow(TraceRequest& r) {
+  r.arrival_s = 0;
+  r.input_tokens = 0;
+  r.output_tokens = 0;
+  r.prefix_hashes.clear();
+}
+
+// The fast path for the plain Mooncake row that real traces and most tools write: one object
+// with the keys timestamp, input_length, output_length and optionally hash_ids, each once, in any
+// order, whose values are non-negative integers written as plain digits (an array of them for
+// hash_ids), with JSON whitespace anywhere between tokens. It accepts only what the DOM path
+// below reads to the same row, and declines (returns false; the caller resets the row) anything
+// else: another key, a duplicate, an escape, a sign, a fraction or exponent, a leading zero, a
+// timestamp of more than 15 digits (beyond them the DOM path's text of the value would differ), a
+// length above UINT32_MAX, an id of more than 19 digits, trailing bytes. The DOM path then reads
+// the line and reports what is wrong, if anything, exactly as before; importers_test and the fuzzer
+// compare the two paths. `timestamp_text` receives the timestamp's digits.
+bool PlainMooncakeRow(std::string_view line, TraceRequest& r, double* timestamp_ms, std::string_view* timestamp_text) {
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  auto skip_ws = [&] {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
+  };
+  // Plain digits: at least one, no leading zero, at most max_digits. Leaves p after them.
+  auto digits = [&](int max_digits, std::uint64_t* out) {
+    const char* start = p;
+    std::uint64_t v = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+      v = v * 10 + static_cast<std::uint64_t>(*p - '0');
+      ++p;
+      if (p - start > max_digits) return false;
+    }
+    if (p == start || (*start == '0' && p - start > 1)) return false;
+    *out = v;
+    return true;
+  };
+  enum : unsigned { kTime = 1, kIn = 2, kOut = 4, kIds = 8 };
+  unsigned seen = 0;
+  skip_ws();
+  if (p == end || *p != '{') return false;
+  ++p;
+  for (;;) {
+    skip_ws();
+    if (p == end || *p != '"') return false;
+    ++p;
+    // The key with its closing quote, compared in place.
+    auto key_is = [&](std::string_view quoted) {
+      if (static_cast<std::size_t>(end - p) < quoted.size() || std::memcmp(p, quoted.data(), quoted.size()) != 0) {
+        return false;
+      }
+      p += quoted.size();
+      return true;
+    };
+    unsigned key;
+    if (key_is("timestamp\"")) key = kTime;
+    else if (key_is("input_length\"")) key = kIn;
+    else if (key_is("output_length\"")) key = kOut;
+    else if (key_is("hash_ids\"")) key = kIds;
+    else return false;
+    if ((seen & key) != 0) return false;
+    seen |= key;
+    skip_ws();
+    if (p == end || *p != ':') return false;
+    ++p;
+    skip_ws();
+    std::uint64_t v = 0;
+    if (key == kIds) {
+      if (p == end || *p != '[') return false;
+      ++p;
+      skip_ws();
+      if (p < end && *p == ']') {
+        ++p;
+      } else {
+        for (;;) {
+          if (!digits(19, &v)) return false;
+          r.prefix_hashes.push_back(v);
+          skip_ws();
+          if (p == end) return false;
+          if (*p == ']') {
+            ++p;
+            break;
+          }
+          if (*p != ',') return false;
+          ++p;
+          skip_ws();
+        }
+      }
+    } else if (key == kTime) {
+      const char* start = p;
+      if (!digits(15, &v)) return false;
+      *timestamp_ms = static_cast<double>(v);
+      *timestamp_text = std::string_view(start, static_cast<std::size_t>(p - start));
+    } else {
+      if (!digits(10, &v) || v > UINT32_MAX) return false;
+      (key == kIn ? r.input_tokens : r.output_tokens) = static_cast<std::uint32_t>(v);
+    }
+    skip_ws();
+    if (p == end) return false;
+    if (*p == '}') break;
+    if (*p != ',') return false;
+    ++p;
+  }
+  ++p;
+  skip_ws();
+  return p == end && (seen & (kTime | kIn | kOut)) == (kTime | kIn | kOut);
+}
+
 // Mooncake: {"timestamp": ms since start, "input_length", "output_length", "hash_ids": [...]}.
 bool MooncakeRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t number) {
   bool stop = false;
+  TraceRequest& r = st.request;
+  ResetMooncakeRow(r);
+  TimeValue t;
+  t.unit = TimeUnit::kMillis;
+  t.since_start = true;
+  if (im.options().fast_paths && PlainMooncakeRow(line, r, &t.number, &t.text)) {
+    if (!im.Arrival(number, t, &r.arrival_s, &stop)) return !stop;
+    im.Emit(r, number);
+    return true;
+  }
+  ResetMooncakeRow(r);
+  t = TimeValue{};
   dom::object obj;
   if (!ParseLineObject(im, line, number, &obj, &stop)) return !stop;
-  TraceRequest& r = st.request;
-  r = TraceRequest{};
-  TimeValue t;
   bool have_time = false, have_in = false, have_out = false;
   std::string problem;
   Problem kind = Problem::kBadNumber;
@@ -609,6 +735,17 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
     }
     bool known = true;
     if (obj["arrivals_known"].get_bool().get(known) == simdjson::SUCCESS) im.report().arrivals_known = known;
+    dom::element o;
+    if (obj["origin_utc"].get(o) == simdjson::SUCCESS) {
+      std::string_view text;
+      std::optional<std::int64_t> ns;
+      if (o.get_string().get(text) == simdjson::SUCCESS) ns = ParseWallClock(text);
+      if (!ns) {
+        return im.Reject(number, Problem::kBadTimestamp,
+                         "field \"origin_utc\" is not a date-time like \"2023-11-16T18:15:46Z\"");
+      }
+      im.set_start_unix_ns(*ns);
+    }
     return true;
   }
   TraceRequest& r = st.request;
@@ -1406,6 +1543,10 @@ Result<Trace> LoadTrace(const std::filesystem::path& path, const ImportOptions& 
   trace.source = fmt::format("{} ({})", path.string(), TraceFormatName(imported->format));
   trace.block_tokens = imported->block_tokens;
   trace.arrivals_known = imported->arrivals_known;
+  if (imported->origin_unix_ns) {
+    // The import's origin is the first row in file order; arrivals now start at the earliest.
+    trace.origin_unix_ns = *imported->origin_unix_ns + static_cast<std::int64_t>(std::llround(first * 1e9));
+  }
   if (report != nullptr) *report = std::move(*imported);
   return trace;
 }

@@ -1,9 +1,11 @@
 // workload/synthesis.cc
 //
 // Owns: the synthesis model of docs/workloads.md ("Synthesis"): a renewal process of events
-// (single requests or session starts) with Gamma gaps and a share of zero gaps; lengths drawn as
-// (input, output) pairs through a Gaussian copula on quantile functions rebuilt from the
-// fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
+// (single requests or session starts) with Gamma gaps and batches of zero gaps (the fingerprint's
+// batch sizes), time-warped through the fingerprint's rate profile (or diurnal shape) after the
+// counting noise is taken out of it, so that the rate over time and the peak-to-mean ratios over
+// every window come back; lengths drawn as (input, output) pairs through a Gaussian copula on
+// quantile functions rebuilt from the fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
 // is fitted to the fingerprint's ideal prefix-cache share, plus session history. Also the YAML
 // shape parser and the time transforms.
 #include "workload/synthesis.h"
@@ -17,6 +19,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/check.h"
 #include "core/file.h"
 #include "core/rng.h"
 
@@ -29,6 +32,8 @@ constexpr std::uint32_t kDefaultBlockTokens = 512;
 constexpr std::uint64_t kMaxDefaultGroups = 256;
 constexpr std::uint64_t kDefaultGroups = 16;
 constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the non-zero gaps
+constexpr double kHour = 3600;
+constexpr double kDay = 86400;
 
 Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
@@ -151,13 +156,157 @@ class LengthSampler {
   double rho_ = 0;
 };
 
+// Batch sizes (events at one instant) drawn from a fingerprint's exact distribution.
+class BatchSizes {
+ public:
+  // REQUIRES: counts not empty, every count > 0.
+  explicit BatchSizes(const std::vector<std::pair<std::uint32_t, std::uint64_t>>& counts) {
+    BAKEOFF_CHECK(!counts.empty());
+    double total = 0, sum = 0, squares = 0;
+    for (const auto& [size, n] : counts) total += static_cast<double>(n);
+    double running = 0;
+    for (const auto& [size, n] : counts) {
+      const double w = static_cast<double>(n) / total;
+      sizes_.push_back(size);
+      cumulative_.push_back(running += w);
+      sum += w * size;
+      squares += w * static_cast<double>(size) * size;
+    }
+    cumulative_.back() = 1;
+    mean_ = sum;
+    variance_ = std::max(0.0, squares - sum * sum);
+  }
+  std::uint32_t Draw(Rng& rng) const {
+    if (sizes_.size() == 1) return sizes_.front();
+    const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), rng.Uniform());
+    return sizes_[std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()), sizes_.size() - 1)];
+  }
+  double mean() const { return mean_; }
+  double variance() const { return variance_; }
+
+ private:
+  std::vector<std::uint32_t> sizes_;
+  std::vector<double> cumulative_;
+  double mean_ = 1, variance_ = 0;
+};
+
+// A piecewise-constant rate multiplier m(t) >= 0 that repeats with its period and has time
+// average 1, and the time warp through it: the arrival process runs in operational time u at the
+// mean rate, and an event at u arrives at the real time t where the integral of m from 0 to t
+// reaches u. Gaps therefore shrink where m > 1 and stretch where m < 1, zero gaps stay zero, and
+// the process's burstiness (its CV and batches in operational time) is kept at every rate.
+class RateProfile {
+ public:
+  RateProfile() = default;  // flat: m = 1
+  // REQUIRES: widths > 0, multipliers >= 0 with a positive integral.
+  RateProfile(const std::vector<double>& widths, const std::vector<double>& multipliers) {
+    double length = 0, mass = 0;
+    for (std::size_t k = 0; k < widths.size(); ++k) length += widths[k], mass += widths[k] * multipliers[k];
+    double t = 0, u = 0;
+    for (std::size_t k = 0; k < widths.size(); ++k) {
+      const double m = multipliers[k] * length / mass;
+      starts_.push_back(t);
+      cumulative_.push_back(u);
+      m_.push_back(m);
+      t += widths[k];
+      u += widths[k] * m;
+    }
+    period_ = length;
+    cumulative_.push_back(u);
+  }
+  bool flat() const { return m_.empty(); }
+  double period() const { return period_; }
+  double Warp(double u) const {
+    if (flat()) return u;
+    const double mass = cumulative_.back();
+    const double cycles = std::floor(u / mass);
+    const double r = u - cycles * mass;
+    // The bin whose operational interval [cumulative_[k], cumulative_[k + 1]) holds r; bins with
+    // m = 0 have empty intervals and are never chosen.
+    auto it = std::upper_bound(cumulative_.begin() + 1, cumulative_.end(), r);
+    std::size_t k = static_cast<std::size_t>(it - (cumulative_.begin() + 1));
+    if (k >= m_.size()) k = m_.size() - 1;
+    while (m_[k] <= 0 && k > 0) --k;  // only at r == mass after rounding
+    return cycles * period_ + starts_[k] + (m_[k] > 0 ? (r - cumulative_[k]) / m_[k] : 0);
+  }
+  // The time average of 1/m over the period, where m > 0 (1 when flat): non-zero gaps of a process
+  // warped through m have E[g^2] this many times their operational E[g^2] (Jensen: >= 1).
+  double MeanInverse() const {
+    if (flat()) return 1;
+    double sum = 0;
+    for (std::size_t k = 0; k < m_.size(); ++k) {
+      const double width = (k + 1 < m_.size() ? starts_[k + 1] : period_) - starts_[k];
+      if (m_[k] > 0) sum += width / m_[k];
+    }
+    return sum / period_;
+  }
+
+ private:
+  std::vector<double> starts_, m_;
+  std::vector<double> cumulative_;  // operational time at each bin's start; back(): one period
+  double period_ = 0;
+};
+
+// Removes from a profile of observed rates the variance that the arrival process will add back.
+// Observed rate r_k over a bin of width w_k is the true rate plus counting noise of variance
+// D r_k / w_k, where D, the index of dispersion of the synthesized process's counts, is given.
+// On a Haar decomposition (pairwise means and half-differences, bins padded to a power of two
+// with the mean rate and no noise), the details of each level are scaled by
+// sqrt(max(0, 1 - noise / observed)) of that level: what is left, plus the process's own noise,
+// has the observed variance at every dyadic time scale, so peaks over windows of every length
+// come out as observed instead of with the noise counted twice.
+std::vector<double> RemoveCountingNoise(const std::vector<double>& rates, const std::vector<double>& widths,
+                                        double dispersion) {
+  const std::size_t n = rates.size();
+  std::size_t size = 1;
+  while (size < n) size *= 2;
+  double mass = 0, length = 0;
+  for (std::size_t k = 0; k < n; ++k) mass += rates[k] * widths[k], length += widths[k];
+  std::vector<double> value(size, mass / length), noise(size, 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    value[k] = rates[k];
+    noise[k] = dispersion * rates[k] / widths[k];
+  }
+  std::vector<std::vector<double>> details;
+  std::vector<double> factors;
+  for (std::size_t len = size; len > 1; len /= 2) {
+    std::vector<double> d(len / 2);
+    double observed = 0, expected = 0;
+    for (std::size_t i = 0; i < len / 2; ++i) {
+      const double a = value[2 * i], b = value[2 * i + 1];
+      const double noise_ab = (noise[2 * i] + noise[2 * i + 1]) / 4;
+      d[i] = (a - b) / 2;
+      observed += d[i] * d[i];
+      expected += noise_ab;
+      value[i] = (a + b) / 2;
+      noise[i] = noise_ab;
+    }
+    factors.push_back(observed > 0 ? std::sqrt(std::max(0.0, 1 - expected / observed)) : 0);
+    details.push_back(std::move(d));
+  }
+  for (std::size_t level = details.size(); level-- > 0;) {
+    const std::vector<double>& d = details[level];
+    for (std::size_t i = d.size(); i-- > 0;) {
+      const double mean = value[i], half = factors[level] * d[i];
+      value[2 * i] = mean + half;
+      value[2 * i + 1] = mean - half;
+    }
+  }
+  value.resize(n);
+  for (double& v : value) v = std::max(0.0, v);
+  return value;
+}
+
 // Everything synthesis needs, from a fingerprint or a shape.
 struct Model {
   std::string source;
   bool arrivals_known = true;
+  std::optional<std::int64_t> origin_unix_ns;
   double event_rate = 0;  // events (single requests or session starts) per second; 0: all at 0
-  double tied_share = 0;  // share of zero gaps between events
-  double gap_shape = 1;   // Gamma shape of the non-zero gaps; 0: constant gaps
+  double tied_share = 0;  // share of zero gaps between events (without batch sizes)
+  std::optional<BatchSizes> batches;  // events at one instant; replaces tied_share's schedule
+  double gap_shape = 1;   // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
+  RateProfile profile;    // the rate over time; flat by default
   std::optional<LengthSampler> lengths;
   // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
   // fixed (prefix_blocks) or fitted to `target_reuse`.
@@ -216,10 +365,38 @@ class TieSchedule {
   std::size_t next_ = 0;
 };
 
-double SampleGap(const Model& m, TieSchedule& ties, Rng& rng) {
+// Batches of events at one instant, sizes drawn from BatchSizes: Next says whether the gap before
+// the next event is zero (it belongs to the current batch).
+class BatchSchedule {
+ public:
+  explicit BatchSchedule(const BatchSizes& sizes) : sizes_(sizes) {}
+  bool Next(Rng& rng) {
+    if (!started_) started_ = true, left_ = sizes_.Draw(rng) - 1;  // the first event's batch
+    if (left_ > 0) {
+      --left_;
+      return true;
+    }
+    left_ = sizes_.Draw(rng) - 1;
+    return false;
+  }
+
+ private:
+  const BatchSizes& sizes_;
+  bool started_ = false;
+  std::uint32_t left_ = 0;
+};
+
+// The gap before the next event, in operational time (RateProfile).
+double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches, Rng& rng) {
   if (m.event_rate <= 0) return 0;
-  if (ties.Next(rng)) return 0;
-  const double mean = 1 / (m.event_rate * (1 - m.tied_share));
+  double mean;
+  if (batches) {
+    if (batches->Next(rng)) return 0;
+    mean = m.batches->mean() / m.event_rate;
+  } else {
+    if (ties.Next(rng)) return 0;
+    mean = 1 / (m.event_rate * (1 - m.tied_share));
+  }
   if (m.gap_shape <= 0) return mean;
   return rng.Gamma(m.gap_shape, mean / m.gap_shape);
 }
@@ -266,11 +443,16 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   std::priority_queue<double, std::vector<double>, std::greater<>> pending;  // arrivals not yet settled
   std::uint64_t settled = 0;
   std::uint32_t next_session = 0;
-  double start = 0;
+  double start = 0, operational = 0;
   std::vector<Draft> turns;
   TieSchedule ties(m.tied_share);
+  std::optional<BatchSchedule> batches;
+  if (m.batches) batches.emplace(*m.batches);
   for (bool first = true;; first = false) {
-    if (!first) start += SampleGap(m, ties, arrivals);
+    if (!first) {
+      operational += SampleGap(m, ties, batches, arrivals);
+      start = m.profile.Warp(operational);
+    }
     if (gen_end && start >= *gen_end && !(m.event_rate <= 0)) break;
     while (!pending.empty() && pending.top() <= start) pending.pop(), ++settled;
     if (limit > 0 && settled >= limit) break;
@@ -337,6 +519,10 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   Trace trace;
   trace.source = m.source;
   trace.arrivals_known = m.arrivals_known;
+  if (m.origin_unix_ns) {
+    trace.origin_unix_ns = *m.origin_unix_ns;
+    if (options.window) *trace.origin_unix_ns += std::llround(options.window->first * 1e9);
+  }
   const std::uint32_t block = m.block_tokens;
   std::vector<std::uint32_t> hist(drafts.size(), 0);
   if (block > 0) {
@@ -416,6 +602,84 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   }
   if (trace.requests.empty()) trace.block_tokens = 0;
   return trace;
+}
+
+// The rate profile of a fingerprint (docs/workloads.md, "The model"), before noise removal: bin
+// widths and observed rates. From the rate profile when there is one (cut to whole days when the
+// trace spans at least one, so that repeating it keeps the hours of the day), else from the
+// diurnal requests per hour, starting at the first arrival's hour of day; empty otherwise.
+void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates, bool& noisy) {
+  widths.clear();
+  rates.clear();
+  noisy = true;
+  if (f.rate_bins.size() >= 2 && f.rate_bin_s > 0 && f.duration_s > 0) {
+    std::size_t n = f.rate_bins.size();
+    double last = f.duration_s - f.rate_bin_s * static_cast<double>(n - 1);
+    if (f.duration_s >= kDay && std::fmod(kDay, f.rate_bin_s) == 0) {
+      n = std::min(n, static_cast<std::size_t>(std::floor(f.duration_s / kDay) * kDay / f.rate_bin_s));
+      last = f.rate_bin_s;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      widths.push_back(k + 1 < n ? f.rate_bin_s : std::max(last, 1e-9));
+      rates.push_back(static_cast<double>(f.rate_bins[k]) / widths.back());
+    }
+    return;
+  }
+  if (f.hourly) {
+    noisy = false;  // summed over days: the hours' counting noise is small next to their shape
+    const double origin_s = f.origin_unix_ns ? static_cast<double>(*f.origin_unix_ns) * 1e-9 : 0;
+    const double into_day = origin_s - std::floor(origin_s / kDay) * kDay;
+    const auto hour = static_cast<std::size_t>(into_day / kHour) % 24;
+    const double first = kHour - (into_day - static_cast<double>(hour) * kHour);
+    for (std::size_t i = 0; i <= 24; ++i) {
+      const double width = i == 0 ? first : i == 24 ? kHour - first : kHour;
+      if (width <= 0) continue;
+      widths.push_back(width);
+      rates.push_back(static_cast<double>((*f.hourly)[(hour + i) % 24]) / kHour);
+    }
+  }
+}
+
+// Sets the arrival process of a fingerprint: batches or ties, the Gamma shape of the non-zero
+// gaps and the rate profile, so that the synthesized gaps have the fingerprint's tied share and
+// CV and its rate follows the fingerprint's over time.
+void FitArrivals(const Fingerprint& f, Model& m) {
+  // Zero gaps with share p and Gamma gaps otherwise keep the gaps' mean and CV when the non-zero
+  // gaps have CV^2 = (1 + CV^2)(1 - p) - 1 (floored: ties may explain all of it).
+  double p;
+  if (!f.batch_sizes.empty()) {
+    m.batches.emplace(f.batch_sizes);
+    p = 1 - 1 / m.batches->mean();
+  } else {
+    m.tied_share = std::clamp(f.tied_share, 0.0, 0.999);
+    p = m.tied_share;
+  }
+  const double real_cv2 = std::max(kMinNonzeroGapCv2, (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1);
+  std::vector<double> widths, rates;
+  bool noisy = true;
+  ObservedProfile(f, widths, rates, noisy);
+  // Warping through m multiplies the non-zero gaps' E[g^2] by A = MeanInverse(), so the process
+  // runs with CV^2 = (1 + real CV^2) / A - 1 in operational time; its counting noise, which the
+  // profile must not contain twice, depends on that CV, and A on the profile: a few rounds settle.
+  double a = 1;
+  for (int round = 0; round < 4; ++round) {
+    const double cv2 = std::max(kMinNonzeroGapCv2, (1 + real_cv2) / a - 1);
+    m.gap_shape = 1 / cv2;
+    // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
+    // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
+    const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
+    const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
+    const double dispersion = (v + b * b * cv2) / b;
+    if (widths.size() < 2) break;
+    const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
+    double mass = 0;
+    for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
+    if (!(mass > 0)) break;
+    m.profile = RateProfile(widths, shaped);
+    const double next = m.profile.MeanInverse();
+    if (std::abs(next - a) < 1e-6) break;
+    a = next;
+  }
 }
 
 // Sessions: the probability that an event is a session, given the share of requests in sessions
@@ -677,11 +941,8 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   const double requests_per_event = m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
   if (f.arrivals_known && f.mean_rps > 0) {
     m.event_rate = f.mean_rps * options.rate_scale / requests_per_event;
-    // Zero gaps with probability p and Gamma(k) gaps otherwise keep the gaps' mean and CV when
-    // the non-zero gaps have CV^2 = (1 + CV^2)(1 - p) - 1 (floored: ties may explain all of it).
-    m.tied_share = std::clamp(f.tied_share, 0.0, 0.999);
-    const double cv2 = std::max(kMinNonzeroGapCv2, (1 + f.gap_cv * f.gap_cv) * (1 - m.tied_share) - 1);
-    m.gap_shape = 1 / cv2;
+    m.origin_unix_ns = f.origin_unix_ns;
+    FitArrivals(f, m);
   }
   if (f.prefix_reuse) {
     m.block_tokens = f.block_tokens > 0 ? f.block_tokens : kDefaultBlockTokens;
@@ -740,6 +1001,7 @@ void ScaleTime(Trace& trace, double factor) {
 }
 
 void ApplyWindow(Trace& trace, double start_s, double end_s) {
+  if (trace.origin_unix_ns) *trace.origin_unix_ns += std::llround(start_s * 1e9);
   std::vector<TraceRequest> kept;
   for (TraceRequest& r : trace.requests) {
     if (r.arrival_s >= start_s && r.arrival_s < end_s) {
@@ -767,6 +1029,7 @@ Fingerprint FingerprintTrace(const Trace& trace) {
   report.source = trace.source;
   report.format = TraceFormat::kTrace;
   report.arrivals_known = trace.arrivals_known;
+  report.origin_unix_ns = trace.origin_unix_ns;
   return builder.Finish(report);
 }
 

@@ -1,8 +1,9 @@
 // workload/synthesis.h
 //
 // Owns: making traces that have a given shape (docs/workloads.md, "Synthesis"): from a fingerprint
-// (arrival rate, burstiness and tied gaps, the two length distributions and their correlation,
-// prefix reuse, sessions, the model and structured-output mix) or from a small YAML shape
+// (arrival rate, its profile over time or by hour of day, burstiness and same-instant batches,
+// the two length distributions and their correlation, prefix reuse, sessions, the model and
+// structured-output mix) or from a small YAML shape
 // (WorkloadShape); and the time transforms (rate scale, stretch, window) on any trace. The same
 // seed and options give the same trace, byte for byte once written (trace_jsonl.h).
 // Does not own: measuring a trace (fingerprint.h) or reading files other than the shape YAML.

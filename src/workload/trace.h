@@ -49,6 +49,7 @@ struct Trace {
   std::string source;             // file it came from, and its format
   std::uint32_t block_tokens = 0;  // tokens per prefix hash block; 0 when there are no hashes
   bool arrivals_known = true;      // false for sources without timestamps (ShareGPT): all at 0
+  std::optional<std::int64_t> origin_unix_ns;  // wall-clock time (Unix ns) of arrival_s 0, when known
   std::vector<TraceRequest> requests;  // sorted by arrival_s
 };
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <system_error>
 
@@ -17,10 +18,35 @@
 
 namespace bakeoff::workload {
 
+namespace {
+
+// "2023-11-16T18:15:46Z", with the fraction of the second (up to 9 digits) when there is one.
+std::string UtcText(std::int64_t unix_ns) {
+  std::int64_t seconds = unix_ns / 1'000'000'000;
+  std::int64_t nanos = unix_ns % 1'000'000'000;
+  if (nanos < 0) nanos += 1'000'000'000, --seconds;
+  const auto t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out = date;
+  if (nanos > 0) {
+    std::string fraction = fmt::format(".{:09d}", nanos);
+    while (fraction.back() == '0') fraction.pop_back();
+    out += fraction;
+  }
+  return out + "Z";
+}
+
+}  // namespace
+
 std::string FormatTraceHeader(const Trace& trace) {
   std::string out = "{\"format\":\"bakeoff-trace\",\"version\":1";
-  out += fmt::format(",\"block_tokens\":{},\"arrivals_known\":{},\"source\":", trace.block_tokens,
+  out += fmt::format(",\"block_tokens\":{},\"arrivals_known\":{}", trace.block_tokens,
                      trace.arrivals_known ? "true" : "false");
+  if (trace.origin_unix_ns) out += fmt::format(",\"origin_utc\":\"{}\"", UtcText(*trace.origin_unix_ns));
+  out += ",\"source\":";
   AppendJsonString(out, trace.source);
   out += '}';
   return out;

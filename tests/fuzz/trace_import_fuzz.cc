@@ -3,6 +3,7 @@
 // Owns: the libFuzzer harness for the trace importers (workload/importers.h). The first input byte
 // picks the format (auto or one of the seven) and whether malformed rows are skipped; the rest is
 // the file. Invariants checked: an import either fails with a message or yields at least one row;
+// with the formats' fast paths off (ImportOptions::fast_paths) it gives the same rows and messages;
 // skipped rows are counted; every row's fields are sane; the rows written as canonical JSONL read
 // back with the same lengths, ids and names; the fingerprint of the rows computes without crashing.
 #include <algorithm>
@@ -49,6 +50,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         rows.push_back(r);
         blocks.push_back(b);
       });
+  // The formats' fast paths read every input exactly as the general parser does: the same rows,
+  // the same skips, the same messages.
+  {
+    ImportOptions general = options;
+    general.fast_paths = false;
+    std::vector<TraceRequest> slow_rows;
+    bakeoff::Result<ImportReport> slow = bakeoff::workload::ImportTraceBuffer(
+        content, "fuzz", general, [&](const TraceRequest& r, std::uint32_t) { slow_rows.push_back(r); });
+    BAKEOFF_CHECK(slow.ok() == report.ok());
+    if (!report.ok()) {
+      BAKEOFF_CHECK(slow.error().message == report.error().message) << slow.error().message << " | " << report.error().message;
+    } else {
+      BAKEOFF_CHECK(slow->SkippedSummary() == report->SkippedSummary()) << slow->SkippedSummary();
+      BAKEOFF_CHECK(slow->notes == report->notes);
+      BAKEOFF_CHECK(slow->origin_unix_ns == report->origin_unix_ns);
+    }
+    BAKEOFF_CHECK(slow_rows == rows);
+  }
   if (!report.ok()) {
     BAKEOFF_CHECK(!report.error().message.empty());
     return 0;

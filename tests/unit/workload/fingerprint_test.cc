@@ -2,7 +2,8 @@
 //
 // Owns: the fingerprint on traces with known properties: Poisson arrivals have inter-arrival CV
 // near 1, Gamma arrivals CV 1/sqrt(k); a shared 1k-token system prompt gives the prefix reuse
-// computed by hand; lengths, sessions, the mix, the diurnal profile and each classification label;
+// computed by hand; lengths, sessions, the mix, the diurnal profile, the rate profile, same-instant
+// batches and each classification label; the summaries equal stats::Summarize exactly;
 // fingerprint.json carries no prompt text.
 #include "workload/fingerprint.h"
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
+#include "stats/quantile.h"
 
 namespace bakeoff::workload {
 namespace {
@@ -215,6 +217,84 @@ TEST(FingerprintTest, DiurnalShapeOnlyForLongTraces) {
   EXPECT_EQ((*f.hourly)[13], 60u);
   EXPECT_DOUBLE_EQ(*f.hourly_peak_to_trough, 3.0);
   EXPECT_FALSE(ArrivalsOnly({0, 10, 20}).hourly.has_value());
+}
+
+// The summaries sort with a radix sort and skip stats::Summarize's own sort; the figures must be
+// exactly its figures.
+TEST(FingerprintTest, SummariesAreExactlyStatsSummarize) {
+  Rng rng(17);
+  FingerprintBuilder b;
+  std::vector<double> in, out, arrivals;
+  double t = 0;
+  for (int i = 0; i < 30'000; ++i) {
+    TraceRequest r;
+    t += rng.Uniform() < 0.3 ? 0 : rng.Exponential(0.05);  // ties too
+    r.arrival_s = t;
+    r.input_tokens = static_cast<std::uint32_t>(std::exp(7 + 1.5 * rng.Normal()));
+    r.output_tokens = static_cast<std::uint32_t>(rng.Below(5000));
+    in.push_back(r.input_tokens);
+    out.push_back(r.output_tokens);
+    arrivals.push_back(t);
+    b.Add(r, 0);
+  }
+  const Fingerprint f = b.Finish(Report());
+  // Gaps between arrivals moved to start at 0, as the fingerprint computes them.
+  const double first = arrivals.front();
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < arrivals.size(); ++i) gaps.push_back((arrivals[i] - first) - (arrivals[i - 1] - first));
+  const auto same = [](const stats::Summary& got, const stats::Summary& want, const char* what) {
+    EXPECT_EQ(got.count, want.count) << what;
+    EXPECT_EQ(got.mean, want.mean) << what;
+    EXPECT_EQ(got.stddev, want.stddev) << what;
+    EXPECT_EQ(got.min, want.min) << what;
+    EXPECT_EQ(got.max, want.max) << what;
+    const std::pair<const stats::QuantileEstimate*, const stats::QuantileEstimate*> qs[] = {
+        {&got.p50, &want.p50}, {&got.p90, &want.p90}, {&got.p95, &want.p95}, {&got.p99, &want.p99},
+        {&got.p999, &want.p999}};
+    for (const auto& [g, w] : qs) {
+      EXPECT_EQ(g->value, w->value) << what << " q" << w->q;
+      EXPECT_EQ(g->lower, w->lower) << what << " q" << w->q;
+      EXPECT_EQ(g->upper, w->upper) << what << " q" << w->q;
+    }
+  };
+  same(f.input.summary, stats::Summarize(in), "input");
+  same(f.output.summary, stats::Summarize(out), "output");
+  same(f.gap_s, stats::Summarize(gaps), "gaps");
+}
+
+TEST(FingerprintTest, BatchSizesCountRequestsAtOneInstant) {
+  // Instants 0 (3 requests), 1 (1), 2.5 (2), 4 (1), 7 (2).
+  const Fingerprint f = ArrivalsOnly({0, 0, 0, 1, 2.5, 2.5, 4, 7, 7});
+  const std::vector<std::pair<std::uint32_t, std::uint64_t>> want = {{1, 2}, {2, 2}, {3, 1}};
+  EXPECT_EQ(f.batch_sizes, want);
+  EXPECT_DOUBLE_EQ(f.tied_share, 4.0 / 8);
+  const std::vector<std::pair<std::uint32_t, std::uint64_t>> singles = {{1, 3}};
+  EXPECT_EQ(ArrivalsOnly({0, 1, 2}).batch_sizes, singles);
+}
+
+TEST(FingerprintTest, RateProfileCountsPerBin) {
+  // 100.5 s: 1-second bins (101 of them, at most kMaxRateBins); the last bin holds the last arrival.
+  std::vector<double> arrivals;
+  for (int i = 0; i < 50; ++i) arrivals.push_back(i * 0.5);       // 2 a second for 25 s
+  for (int i = 0; i < 75; ++i) arrivals.push_back(25 + i * 1.0);  // 1 a second after
+  arrivals.push_back(100.5);
+  const Fingerprint f = ArrivalsOnly(arrivals);
+  EXPECT_EQ(f.rate_bin_s, 1);
+  ASSERT_EQ(f.rate_bins.size(), 101u);
+  EXPECT_EQ(f.rate_bins[0], 2u);
+  EXPECT_EQ(f.rate_bins[24], 2u);
+  EXPECT_EQ(f.rate_bins[25], 1u);
+  EXPECT_EQ(f.rate_bins[100], 1u);  // 100.5
+  std::uint64_t total = 0;
+  for (const std::uint64_t c : f.rate_bins) total += c;
+  EXPECT_EQ(total, arrivals.size());
+  // 30 hours need 600-second bins (1800 one-minute bins would be too many).
+  const Fingerprint day = ArrivalsOnly({0, 3600, 30 * 3600.0});
+  EXPECT_EQ(day.rate_bin_s, 600);
+  ASSERT_EQ(day.rate_bins.size(), 180u);
+  EXPECT_EQ(day.rate_bins[6], 1u);
+  EXPECT_EQ(day.rate_bins[179], 1u);
+  EXPECT_TRUE(ArrivalsOnly({5, 5}).rate_bins.empty());  // duration 0
 }
 
 TEST(FingerprintTest, JsonHasNoPromptTextAndUnknownArrivals) {

@@ -2,8 +2,9 @@
 //
 // Owns: the importers' contract on small hand-made files (tests/testdata/traces/), one or more per
 // format, including broken ones: exact field values, `file:line: what` messages, skip counts by
-// kind, mixed time units, unsorted timestamps, files with no usable rows, format detection and the
-// canonical JSONL round trip.
+// kind, mixed time units, unsorted timestamps, files with no usable rows, format detection, the
+// canonical JSONL round trip (with its wall-clock origin), and the Mooncake fast path reading every
+// line exactly as the general parser does.
 #include "workload/importers.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/file.h"
 #include "workload/trace_jsonl.h"
@@ -300,6 +303,102 @@ TEST(ImportersTest, CanonicalTraceFieldsAndRoundTrip) {
     expected.source_line = i + 2;  // after the header line
     EXPECT_EQ(again[i], expected) << "row " << i;
   }
+}
+
+// Mooncake rows of the plain shape take a fast path; every row must come out exactly as the
+// general (DOM) parser reads it, and every other line must be left to that parser, whose messages
+// are the contract. Each line below is imported alone, with and without the fast path.
+TEST(ImportersTest, MooncakeFastPathReadsEveryLineAsTheGeneralParser) {
+  const std::vector<std::string> lines = {
+      R"({"timestamp": 0, "input_length": 1200, "output_length": 50, "hash_ids": [0, 1, 2]})",
+      R"({"timestamp":27,"input_length":1,"output_length":0,"hash_ids":[]})",
+      "\t{ \"hash_ids\" : [ 18446744073709551615 , 9999999999999999999 ] ,\"output_length\":7, "
+      "\"input_length\": 4294967295 , \"timestamp\": 999999999999999 }  ",
+      R"({"timestamp": 5, "input_length": 10, "output_length": 5})",                 // no ids
+      R"({"timestamp": 1000000000000000, "input_length": 10, "output_length": 5})",  // 16 digits
+      R"({"timestamp": 12345678901234567890, "input_length": 1, "output_length": 1})",
+      R"({"timestamp": 5.5, "input_length": 10, "output_length": 5})",
+      R"({"timestamp": 5e3, "input_length": 10, "output_length": 5})",
+      R"({"timestamp": -5, "input_length": 10, "output_length": 5})",
+      R"({"timestamp": "5", "input_length": 10, "output_length": 5})",
+      R"({"timestamp": 05, "input_length": 10, "output_length": 5})",
+      R"({"timestamp": 0, "input_length": 4294967296, "output_length": 5})",
+      R"({"timestamp": 0, "input_length": 10.0, "output_length": 5})",
+      R"({"timestamp": 0, "input_length": 1e2, "output_length": 5})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1, -2]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1, 2.5]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [18446744073709551616]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1,]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1 2]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": 3})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "input_length": 11})",  // duplicate
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1], "hash_ids": [2]})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5, "extra": {"a": [1]}})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5})",  // escaped key
+      R"({"timestamp": 0, "input_length": 10})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5} x)",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5,})",
+      R"({"timestamp": 0 "input_length": 10, "output_length": 5})",
+      R"({"timestamp": 0, "input_length": 10, "output_length": 5)",
+      R"([{"timestamp": 0, "input_length": 10, "output_length": 5}])",
+      std::string("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\0", 57),
+      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\r",
+  };
+  for (const std::string& line : lines) {
+    for (const bool skip : {false, true}) {
+      std::string result[2];
+      for (const bool fast : {false, true}) {
+        ImportOptions options;
+        options.format = TraceFormat::kMooncake;
+        options.fast_paths = fast;
+        options.skip_invalid = skip;
+        std::string& out = result[fast ? 1 : 0];
+        Result<ImportReport> r = ImportTraceBuffer(line + "\n", "m.jsonl", options, [&](const TraceRequest& row, std::uint32_t block) {
+          out += fmt::format("row {} {} {} {} {} [", row.arrival_s, row.input_tokens, row.output_tokens, row.source_line, block);
+          for (const std::uint64_t id : row.prefix_hashes) out += fmt::format("{},", id);
+          out += "]";
+        });
+        out += r.ok() ? " ok " + r->SkippedSummary() : " error " + r.error().message;
+      }
+      EXPECT_EQ(result[1], result[0]) << line << (skip ? " (skip invalid)" : "");
+    }
+  }
+  // The file-level results agree too, and a broken row still names its line.
+  for (const bool fast : {false, true}) {
+    ImportOptions options;
+    options.fast_paths = fast;
+    Imported im = Import("mooncake_broken.jsonl", options);
+    ASSERT_FALSE(im.report.ok());
+    EXPECT_EQ(im.report.error().message, Data("mooncake_broken.jsonl") + ":2: not valid JSON");
+  }
+}
+
+TEST(ImportersTest, CanonicalOriginUtcGivesTheWallClock) {
+  Trace trace;
+  trace.source = "t";
+  trace.origin_unix_ns = 1'700'000'000'250'000'000LL;  // 2023-11-14T22:13:20.25Z
+  std::string text = FormatTraceHeader(trace) + "\n";
+  EXPECT_NE(text.find("\"origin_utc\":\"2023-11-14T22:13:20.25Z\""), std::string::npos) << text;
+  text += "{\"arrival_s\":5,\"input_tokens\":1,\"output_tokens\":1}\n";
+  text += "{\"arrival_s\":2,\"input_tokens\":1,\"output_tokens\":1}\n";
+  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->origin_unix_ns.has_value());
+  EXPECT_EQ(*r->origin_unix_ns, 1'700'000'005'250'000'000LL);  // the first row's wall clock
+
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "bakeoff_origin_utc.jsonl";
+  ASSERT_TRUE(WriteFileAtomically(path, text).ok());
+  Result<Trace> loaded = LoadTrace(path, {});
+  std::filesystem::remove(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ASSERT_TRUE(loaded->origin_unix_ns.has_value());
+  EXPECT_EQ(*loaded->origin_unix_ns, 1'700'000'002'250'000'000LL);  // moved to the earliest arrival
+  EXPECT_DOUBLE_EQ(loaded->requests.front().arrival_s, 0);
+
+  const std::string bad = "{\"format\":\"bakeoff-trace\",\"origin_utc\":\"noon\"}\n";
+  Result<ImportReport> e = ImportTraceBuffer(bad, "b.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message, "b.jsonl:1: field \"origin_utc\" is not a date-time like \"2023-11-16T18:15:46Z\"");
 }
 
 TEST(ImportersTest, CanonicalRejectsHashesWithoutBlockSize) {

@@ -1,9 +1,9 @@
 // tests/unit/workload/prefix_reuse_test.cc
 //
 // Owns: the ideal-prefix-cache count on hand-made chains (chain semantics, the partial last
-// block, order) and on the real Mooncake conversation trace, where it is checked against an
-// independent count: a std::set of prefix-chain strings, a deliberately different and simple
-// method. The real trace lives in ../shared/data/traces (BAKEOFF_SHARED_DIR overrides); the test
+// block, order), on random branching chains through both Add and the Push queue, and on the real
+// Mooncake conversation trace, where it is checked against an independent count: a std::set of
+// prefix-chain strings, a deliberately different and simple method. The real trace lives in ../shared/data/traces (BAKEOFF_SHARED_DIR overrides); the test
 // is skipped with a message when it is absent.
 #include "workload/prefix_reuse.h"
 
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "workload/fingerprint.h"
 #include "workload/importers.h"
 
@@ -43,6 +44,42 @@ TEST(PrefixReuseTest, ManyDistinctBlocksGrowTheTable) {
   EXPECT_EQ(c.Add(ids, 80'000), 0u);
   EXPECT_EQ(c.Add(ids, 80'000), 80'000u);
   EXPECT_EQ(c.distinct_blocks(), 5000u);
+}
+
+// Push (the queue the fingerprint uses) counts exactly as Add, and both as an independent count, on
+// many requests whose chains branch at every depth and grow the table several times.
+TEST(PrefixReuseTest, PushCountsExactlyAsAddAndAnIndependentCount) {
+  Rng rng(23);
+  PrefixReuseCounter by_add(64), by_push(64);
+  std::set<std::vector<std::uint64_t>> seen;
+  std::uint64_t served_add = 0, served_set = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    // Ids from a small alphabet, so that chains share prefixes of every length and ids repeat at
+    // other depths; lengths 0..40 blocks, a partial last block.
+    const std::size_t blocks = rng.Below(41);
+    std::vector<std::uint64_t> ids(blocks);
+    for (std::size_t b = 0; b < blocks; ++b) ids[b] = b < 3 ? rng.Below(4) : rng.Below(blocks < 10 ? 3 : 1000);
+    const auto input = static_cast<std::uint32_t>(blocks == 0 ? rng.Below(64) : (blocks - 1) * 64 + 1 + rng.Below(64));
+    served_add += by_add.Add(ids, input);
+    by_push.Push(ids, input);
+    std::size_t k = 0;
+    while (k < blocks && seen.count(std::vector<std::uint64_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k + 1))) > 0) ++k;
+    served_set += std::min<std::uint64_t>(k * 64, input);
+    for (std::size_t b = 1; b <= blocks; ++b) seen.insert(std::vector<std::uint64_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(b)));
+  }
+  by_push.Flush();
+  EXPECT_EQ(served_add, served_set);
+  EXPECT_EQ(by_add.served_tokens(), served_set);
+  EXPECT_EQ(by_push.served_tokens(), served_set);
+  EXPECT_EQ(by_add.distinct_blocks(), seen.size());
+  EXPECT_EQ(by_push.distinct_blocks(), seen.size());
+  EXPECT_GT(seen.size(), 100'000u);  // the table grew from 1,024 slots many times
+  // Add after Push counts the queue first, in order.
+  PrefixReuseCounter mixed(512);
+  const std::vector<std::uint64_t> a = {1, 2, 3};
+  mixed.Push(a, 1500);
+  EXPECT_EQ(mixed.Add(a, 1500), 1500u);
+  EXPECT_EQ(mixed.served_tokens(), 1500u);
 }
 
 std::filesystem::path SharedDir() {

@@ -2,13 +2,16 @@
 //
 // Owns: synthesis (workload/synthesis.h): a seed reproduces a trace byte for byte; the fingerprint
 // of a trace synthesized from a fingerprint matches its source within the tolerances stated in
-// docs/workloads.md ("Synthesis"), for a hand-made source and the two real traces (skipped when
+// docs/workloads.md ("Synthesis"), peak-to-mean over every window included, for a hand-made source,
+// a three-day diurnal source (from its rate profile, from its hour-of-day counts alone, and beyond
+// its length; without either profile the checks fail) and the two real traces (skipped when
 // ../shared is absent); rate scale, time scale and window; YAML shape errors name line and field;
 // fingerprint.json reads back to the same file.
 #include "workload/synthesis.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +32,13 @@ constexpr double kLengthTolerance = 0.10;    // relative, p50 and p90 of input a
 constexpr double kPearsonLogTolerance = 0.1; // absolute
 constexpr double kPrefixReuseTolerance = 0.05;  // absolute
 constexpr double kMixTolerance = 0.03;       // absolute, shares of structured output and sessions
+// Peak-to-mean, relative: over 1 s and 10 s windows (peaks of a few to a few dozen requests, as
+// noisy between two realizations of one process), over 60 s windows, and over 600 s and longer.
+constexpr double kPeakToMeanShortTolerance = 0.30;
+constexpr double kPeakToMeanMinuteTolerance = 0.15;
+constexpr double kPeakToMeanLongTolerance = 0.10;
+constexpr double kDiurnalShareTolerance = 0.03;     // total variation distance of the hour-of-day shares
+constexpr double kDiurnalPeakToTroughTolerance = 0.15;  // relative, busiest / quietest hour of day
 
 std::filesystem::path SharedDir() {
   if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
@@ -58,8 +68,24 @@ void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::st
               100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
               syn.pearson_log);
   if (src.prefix_reuse && syn.prefix_reuse) std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
+  std::printf("\n  peak-to-mean:");
+  for (std::size_t i = 0; i < src.rate_windows.size() && i < syn.rate_windows.size(); ++i) {
+    std::printf(" %gs %.2f->%.2f", src.rate_windows[i].window_s, src.rate_windows[i].peak_to_mean,
+                syn.rate_windows[i].peak_to_mean);
+  }
   std::printf("\n");
   EXPECT_LE(Rel(syn.mean_rps, src.mean_rps), kRateTolerance) << name;
+  for (std::size_t i = 0; i < src.rate_windows.size(); ++i) {
+    const RateWindow& w = src.rate_windows[i];
+    if (w.window_s > syn.duration_s) continue;  // the synthesized trace may end a little sooner
+    ASSERT_LT(i, syn.rate_windows.size()) << name;
+    ASSERT_EQ(syn.rate_windows[i].window_s, w.window_s) << name;
+    EXPECT_LE(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean),
+              w.window_s <= 10 ? kPeakToMeanShortTolerance
+              : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
+                                 : kPeakToMeanLongTolerance)
+        << name << ": peak-to-mean over " << w.window_s << " s windows";
+  }
   EXPECT_LE(Rel(syn.gap_cv, src.gap_cv), kGapCvTolerance) << name;
   EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
   EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance) << name;
@@ -110,6 +136,123 @@ Trace HandMade() {
     t.requests.push_back(r);
   }
   return t;
+}
+
+// Three days whose rate swings by +-70% over the day (peak hour about 5x the quietest), with
+// bursty Gamma(0.5) gaps at the momentary rate, starting 2023-11-16T05:30:00Z.
+Trace DiurnalSource() {
+  Rng rng(31);
+  Trace t;
+  t.source = "diurnal";
+  t.origin_unix_ns = 1'700'112'600'000'000'000LL;
+  constexpr double kMeanRps = 0.3, kShape = 0.5;
+  for (double now = 0;;) {
+    const double rate = kMeanRps * (1 + 0.7 * std::sin(2 * M_PI * now / 86400));
+    now += rng.Gamma(kShape, 1 / (rate * kShape));
+    if (now >= 3 * 86400) break;
+    TraceRequest r;
+    r.arrival_s = now;
+    r.input_tokens = 200 + static_cast<std::uint32_t>(rng.Below(2000));
+    r.output_tokens = 20 + static_cast<std::uint32_t>(rng.Below(400));
+    t.requests.push_back(r);
+  }
+  const double first = t.requests.front().arrival_s;
+  for (TraceRequest& r : t.requests) r.arrival_s -= first;
+  *t.origin_unix_ns += std::llround(first * 1e9);
+  return t;
+}
+
+// Total variation distance between two hour-of-day profiles: half the sum of the shares' differences.
+double HourlyDistance(const std::array<std::uint64_t, 24>& a, const std::array<std::uint64_t, 24>& b) {
+  double ta = 0, tb = 0, d = 0;
+  for (int h = 0; h < 24; ++h) ta += static_cast<double>(a[h]), tb += static_cast<double>(b[h]);
+  for (int h = 0; h < 24; ++h) d += std::abs(static_cast<double>(a[h]) / ta - static_cast<double>(b[h]) / tb);
+  return d / 2;
+}
+
+// The diurnal checks of docs/workloads.md; returns false (having printed why) when one fails,
+// so that a test can also show that a flat synthesis fails them.
+bool DiurnalMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name) {
+  if (!src.hourly || !syn.hourly || !src.hourly_peak_to_trough || !syn.hourly_peak_to_trough) {
+    std::printf("[%s] no diurnal profile\n", name.c_str());
+    return false;
+  }
+  const double distance = HourlyDistance(*src.hourly, *syn.hourly);
+  std::printf("[%s] diurnal: hour-of-day distance %.3f, peak/trough %.2f->%.2f (%s)\n", name.c_str(), distance,
+              *src.hourly_peak_to_trough, *syn.hourly_peak_to_trough, syn.hourly_basis.c_str());
+  return distance <= kDiurnalShareTolerance &&
+         Rel(*syn.hourly_peak_to_trough, *src.hourly_peak_to_trough) <= kDiurnalPeakToTroughTolerance &&
+         syn.hourly_basis == src.hourly_basis;
+}
+
+Fingerprint ThroughJson(const Fingerprint& f) {
+  Result<Fingerprint> read = ParseFingerprintJson(FingerprintJson(f));
+  EXPECT_TRUE(read.ok()) << read.error().message;
+  return read.ok() ? *read : f;
+}
+
+TEST(SynthesisTest, DiurnalRoundTripFromTheRateProfile) {
+  const Fingerprint src = FingerprintTrace(DiurnalSource());
+  ASSERT_TRUE(src.hourly.has_value());
+  ASSERT_EQ(src.hourly_basis, "UTC hour of day");
+  ASSERT_FALSE(src.rate_bins.empty());
+  const Fingerprint read = ThroughJson(src);
+  SynthesisOptions o;
+  o.seed = 1;
+  Result<Trace> t = SynthesizeFromFingerprint(read, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_TRUE(t->origin_unix_ns.has_value());
+  const Fingerprint syn = FingerprintTrace(*t);
+  ExpectMatches(src, syn, "diurnal");
+  EXPECT_TRUE(DiurnalMatches(src, syn, "diurnal"));
+  // Deterministic for a seed, rate profile and all.
+  Result<Trace> again = SynthesizeFromFingerprint(read, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Jsonl(*again), Jsonl(*t));
+}
+
+TEST(SynthesisTest, DiurnalRoundTripFromTheHourOfDayAlone) {
+  // A fingerprint.json written before the rate profile existed has only the requests per hour.
+  Fingerprint src = FingerprintTrace(DiurnalSource());
+  Fingerprint read = ThroughJson(src);
+  read.rate_bins.clear();
+  read.rate_bin_s = 0;
+  SynthesisOptions o;
+  o.seed = 2;
+  Result<Trace> t = SynthesizeFromFingerprint(read, o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const Fingerprint syn = FingerprintTrace(*t);
+  ExpectMatches(src, syn, "diurnal, hour of day only");
+  EXPECT_TRUE(DiurnalMatches(src, syn, "diurnal, hour of day only"));
+}
+
+TEST(SynthesisTest, DiurnalShapeRepeatsDayByDayBeyondTheSource) {
+  const Fingerprint src = FingerprintTrace(DiurnalSource());
+  SynthesisOptions o;
+  o.duration_s = 6 * 86400.0;  // twice the source
+  Result<Trace> t = SynthesizeFromFingerprint(ThroughJson(src), o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const Fingerprint syn = FingerprintTrace(*t);
+  EXPECT_LE(Rel(syn.mean_rps, src.mean_rps), kRateTolerance);
+  EXPECT_TRUE(DiurnalMatches(src, syn, "diurnal, six days"));
+}
+
+// The checks above can fail: without the rate over time (a fingerprint with neither profile), the
+// same source comes back flat.
+TEST(SynthesisTest, WithoutTheProfileTheDiurnalChecksFail) {
+  const Fingerprint src = FingerprintTrace(DiurnalSource());
+  Fingerprint flat = src;
+  flat.rate_bins.clear();
+  flat.hourly.reset();
+  flat.hourly_peak_to_trough.reset();
+  Result<Trace> t = SynthesizeFromFingerprint(flat, {});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const Fingerprint syn = FingerprintTrace(*t);
+  EXPECT_FALSE(DiurnalMatches(src, syn, "diurnal, flat"));
+  ASSERT_FALSE(src.rate_windows.empty());
+  const RateWindow& hour = src.rate_windows.back();
+  ASSERT_EQ(hour.window_s, 3600);
+  EXPECT_GT(Rel(syn.rate_windows.back().peak_to_mean, hour.peak_to_mean), kPeakToMeanLongTolerance);
 }
 
 TEST(SynthesisTest, SameSeedSameBytesOtherSeedDiffers) {
