@@ -75,7 +75,8 @@ bench-deps: deps
 	if [ -n "$$want" ]; then apt-get install -y -qq --no-install-recommends $$want || \
 	  echo "make bench-deps: $$want not installed; its figures are skipped" >&2; fi
 
-# Micro-benchmarks and loopback macro-benchmarks; rewrites docs/BENCHMARKS.md (about 6 minutes).
+# Micro-benchmarks, loopback macro-benchmarks, workload import and the emulated engine's simulator
+# and server; rewrites docs/BENCHMARKS.md (about 10 minutes).
 bench: build bench-deps
 	scripts/bench.sh build/release
 

@@ -4,7 +4,8 @@
 # macro-benchmarks, which run the built `bakeoff` binary against `bakeoff emulate` (and against
 # nginx serving a prerendered stream, when nginx is installed) and read summary.json and
 # records.jsonl with jq, and the workload import benchmarks, which time `bakeoff fingerprint` on
-# traces of 2 and 10 million rows that the script generates itself (awk, fixed seeds). Every run
+# traces of 2 and 10 million rows that the script generates itself (awk, fixed seeds), and the
+# emulated engine's simulator and real-time server (scripts/bench_emulator.sh). Every run
 # checks its answer (all requests ok, the expected token counts, the expected number of streams
 # open at once, the expected request count and token totals of a fingerprint); a wrong answer is
 # reported as FAILED and the script exits 1 after writing the document. Everything listens on
@@ -16,7 +17,7 @@
 #   BAKEOFF_BENCH_REPEAT (runs of each throughput figure, median reported, default 3),
 #   BAKEOFF_BENCH_DOC (output, default docs/BENCHMARKS.md), BAKEOFF_BENCH_KEEP=1 (keep the work
 #   folder with every summary.json, records.jsonl and log),
-#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload; macro also
+#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload, emulator; macro also
 #   runs micro, whose figures its notes quote). A partial run writes a document with only those
 #   sections, so point BAKEOFF_BENCH_DOC elsewhere to try one section, e.g.
 #   BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
@@ -30,13 +31,13 @@ doc=${BAKEOFF_BENCH_DOC:-docs/BENCHMARKS.md}
 seconds=${BAKEOFF_BENCH_SECONDS:-8}
 repeat=${BAKEOFF_BENCH_REPEAT:-3}
 
-only=${BENCH_ONLY:-micro,macro,workload}
+only=${BENCH_ONLY:-micro,macro,workload,emulator}
 only=${only// /,}
 case ",$only," in *,macro,*) only="$only,micro" ;; esac
 for section in ${only//,/ }; do
   case $section in
-    micro | macro | workload) ;;
-    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload)" >&2; exit 2 ;;
+    micro | macro | workload | emulator) ;;
+    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload, emulator)" >&2; exit 2 ;;
   esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -804,6 +805,15 @@ wl_notes+=("**Time.** The section took $wl_seconds s, of which generating the tr
 fi  # want workload
 
 # =================================================================================================
+# Emulated engine: the simulator and the real-time server (scripts/bench_emulator.sh)
+# =================================================================================================
+if want emulator; then
+  log "emulated engine (scripts/bench_emulator.sh)"
+  "$(dirname "$0")/bench_emulator.sh" "$build" "$bakeoff" "$work/emulator.md" ||
+    fail "emulated engine: a figure failed its checks (see its section)"
+fi
+
+# =================================================================================================
 # docs/BENCHMARKS.md
 # =================================================================================================
 finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -901,6 +911,10 @@ mkdir -p "$(dirname "$doc")"
     echo "### Notes and limits"
     echo
     for note in "${wl_notes[@]}"; do echo "- $note"; echo; done
+  fi
+  if want emulator && [ -f "$work/emulator.md" ]; then
+    sed "s|$work/bin/bakeoff|$bakeoff_shown|g" "$work/emulator.md"
+    echo
   fi
   if [ "${#failures[@]}" -gt 0 ]; then
     echo "## FAILED"
