@@ -129,6 +129,20 @@ nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) 
   return summary;
 }
 
+Status WriteSummary(nlohmann::json summary, nlohmann::json steps, const BenchOutcome& outcome,
+                    const JsonlRecordSink& sink) {
+  summary["interrupted"] = outcome.interrupted;
+  summary["records_file"] = "records.jsonl";
+  summary["records_write_failed"] = sink.failed();
+  summary["steps"] = std::move(steps);
+  Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
+  if (!written.ok()) return written;
+  if (sink.failed()) {
+    return MakeError(ErrorCode::kIo, "some records could not be written to " + outcome.records_path.string());
+  }
+  return Ok{};
+}
+
 Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(const std::string&)>& log,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick) {
@@ -170,16 +184,8 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
         "emulated engine: these figures describe bakeoff's model of an engine, not a real engine";
   }
   summary["prompt_calibration"] = calibration;
-  summary["interrupted"] = outcome.interrupted;
-  summary["records_file"] = "records.jsonl";
-  summary["records_write_failed"] = sink.failed();
-  summary["steps"] = steps;
-  Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
+  Status written = WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   if (!written.ok()) return written.error();
-  if (sink.failed()) {
-    return MakeError(ErrorCode::kIo, "some records could not be written to " +
-                                         outcome.records_path.string());
-  }
   return outcome;
 }
 

@@ -75,4 +75,10 @@ class JsonlRecordSink final : public load::RecordSink {
 // The fields every summary.json starts with: schema_version, tool, seed, config.
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 
+// Completes `summary` with the fields every run ends with (interrupted, records_file,
+// records_write_failed, steps), writes it atomically to outcome.summary_path, and fails with kIo
+// when it or some record could not be written.
+Status WriteSummary(nlohmann::json summary, nlohmann::json steps, const BenchOutcome& outcome,
+                    const JsonlRecordSink& sink);
+
 }  // namespace bakeoff::analyze

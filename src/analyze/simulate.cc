@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/file.h"
 #include "emulate/tokenizer.h"
 #include "load/plan.h"
 #include "load/request_builder.h"
@@ -290,15 +289,8 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
   summary["prompt_calibration"] = {{"checked", true},
                                    {"words_per_token", calibrated.run.target.words_per_token},
                                    {"by", "the emulated engine's tokenizer"}};
-  summary["interrupted"] = outcome.interrupted;
-  summary["records_file"] = "records.jsonl";
-  summary["records_write_failed"] = sink.failed();
-  summary["steps"] = steps;
-  Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
+  Status written = WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   if (!written.ok()) return written.error();
-  if (sink.failed()) {
-    return MakeError(ErrorCode::kIo, "some records could not be written to " + outcome.records_path.string());
-  }
   return outcome;
 }
 

@@ -113,16 +113,7 @@ int RunBenchCommand(const BenchFlags& flags) {
     return kExitFailure;
   }
   for (const std::string& note : outcome->notes) log(note);
-  fmt::print("{}", FormatBenchTable(outcome.value()));
-  fmt::print("records: {}\nsummary: {}\n", outcome->records_path.string(),
-             outcome->summary_path.string());
-  if (outcome->interrupted) return kExitInterrupted;
-  std::uint64_t ok = 0;
-  for (const auto& step : outcome->steps) {
-    auto it = step.outcomes.find("ok");
-    ok += it == step.outcomes.end() ? 0 : it->second;
-  }
-  return ok > 0 ? kExitOk : kExitFailure;
+  return ReportRun(outcome.value());
 }
 
 }  // namespace

@@ -90,15 +90,7 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     fmt::print(stderr, "bakeoff simulate: {}\n", outcome.error().message);
     return outcome.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
   }
-  fmt::print("{}", FormatBenchTable(outcome.value()));
-  fmt::print("records: {}\nsummary: {}\n", outcome->records_path.string(), outcome->summary_path.string());
-  if (outcome->interrupted) return kExitInterrupted;
-  std::uint64_t ok = 0;
-  for (const auto& step : outcome->steps) {
-    auto it = step.outcomes.find("ok");
-    ok += it == step.outcomes.end() ? 0 : it->second;
-  }
-  return ok > 0 ? kExitOk : kExitFailure;
+  return ReportRun(outcome.value());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cli/table.h"
 
+#include "cli/cli.h"
+
 #include <fmt/format.h>
 
 namespace bakeoff::cli {
@@ -65,6 +67,18 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
     }
   }
   return out;
+}
+
+int ReportRun(const analyze::BenchOutcome& outcome) {
+  fmt::print("{}", FormatBenchTable(outcome));
+  fmt::print("records: {}\nsummary: {}\n", outcome.records_path.string(), outcome.summary_path.string());
+  if (outcome.interrupted) return kExitInterrupted;
+  std::uint64_t ok = 0;
+  for (const auto& step : outcome.steps) {
+    auto it = step.outcomes.find("ok");
+    ok += it == step.outcomes.end() ? 0 : it->second;
+  }
+  return ok > 0 ? kExitOk : kExitFailure;
 }
 
 }  // namespace bakeoff::cli

@@ -26,7 +26,9 @@ using testing::Fetch;
 using testing::FormatRequest;
 using testing::HttpResponse;
 using testing::SseData;
+using testing::StartOrDie;
 using testing::TestConnection;
+using testing::WaitFor;
 
 // 1 ms engine steps.
 EmulatorConfig FastConfig() {
@@ -37,22 +39,6 @@ EmulatorConfig FastConfig() {
   return config;
 }
 
-std::unique_ptr<EmulatorServer> StartOrDie(EmulatorConfig config) {
-  auto server = EmulatorServer::Start(std::move(config));
-  EXPECT_TRUE(server.ok()) << (server.ok() ? "" : server.error().message);
-  if (!server.ok()) return nullptr;
-  return std::move(server).value();
-}
-
-template <typename Condition>
-bool WaitFor(Condition condition, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
 
 std::string ChatBody(int max_tokens, bool stream, bool usage = false) {
   json body = {{"model", "emulated-model"},

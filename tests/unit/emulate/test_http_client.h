@@ -13,13 +13,20 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include "emulate/server.h"
 
 namespace bakeoff::emulate::testing {
 
@@ -222,6 +229,25 @@ inline std::vector<std::string> SseData(std::string_view body) {
     at = end + 2;
   }
   return events;
+}
+
+// Starts an in-process emulator; a failure fails the test and returns null.
+inline std::unique_ptr<EmulatorServer> StartOrDie(EmulatorConfig config) {
+  auto server = EmulatorServer::Start(std::move(config));
+  EXPECT_TRUE(server.ok()) << (server.ok() ? "" : server.error().message);
+  if (!server.ok()) return nullptr;
+  return std::move(server).value();
+}
+
+// Polls `condition` every 5 ms for up to `limit`.
+template <typename Condition>
+bool WaitFor(Condition condition, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
 }
 
 }  // namespace bakeoff::emulate::testing
