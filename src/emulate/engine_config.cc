@@ -54,6 +54,22 @@ std::optional<PrefixCaching> ParsePrefixCaching(std::string_view name) {
 }
 
 Status ValidateEngineConfig(const EngineConfig& config) {
+  // Upper bounds far beyond any engine, so that no product below can overflow.
+  constexpr std::int64_t kMaxTokens = std::int64_t{1} << 30;
+  constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 31;
+  const struct {
+    const char* field;
+    std::int64_t value;
+    std::int64_t limit;
+  } bounded[] = {{"max_num_seqs", config.max_num_seqs, kMaxTokens},
+                 {"max_batched_tokens", config.max_batched_tokens, kMaxTokens},
+                 {"max_model_len", config.max_model_len, kMaxTokens},
+                 {"prefill_chunk_tokens", config.prefill_chunk_tokens, kMaxTokens},
+                 {"kv.block_tokens", config.kv.block_tokens, kMaxTokens},
+                 {"kv.num_blocks", config.kv.num_blocks, kMaxBlocks}};
+  for (const auto& b : bounded) {
+    if (b.value > b.limit) return Invalid(fmt::format("{} must be <= {}, got {}", b.field, b.limit, b.value));
+  }
   if (config.max_num_seqs < 1) {
     return Invalid(fmt::format("max_num_seqs must be >= 1, got {}", config.max_num_seqs));
   }
@@ -77,6 +93,10 @@ Status ValidateEngineConfig(const EngineConfig& config) {
   const KvCacheConfig& kv = config.kv;
   if (kv.block_tokens < 1) return Invalid(fmt::format("kv.block_tokens must be >= 1, got {}", kv.block_tokens));
   if (kv.num_blocks < 1) return Invalid(fmt::format("kv.num_blocks must be >= 1, got {}", kv.num_blocks));
+  if (kv.num_blocks * kv.block_tokens > (std::int64_t{1} << 40)) {
+    return Invalid(fmt::format("kv.num_blocks * kv.block_tokens must be <= 2^40 tokens, got {} * {}",
+                               kv.num_blocks, kv.block_tokens));
+  }
   if (!(kv.watermark >= 0.0 && kv.watermark < 1.0)) {
     return Invalid(fmt::format("kv.watermark must be in [0, 1), got {}", kv.watermark));
   }

@@ -562,6 +562,11 @@ TEST(SchedulerTest, ValidationRefusesImpossibleKvBudgets) {
   config = EngineConfig{};
   config.chunked_prefill = false;  // budget 8192 < max_model_len 32768
   EXPECT_FALSE(ValidateEngineConfig(config).ok());
+  config = EngineConfig{};
+  config.max_model_len = std::numeric_limits<std::int64_t>::max();  // would overflow the block count
+  status = ValidateEngineConfig(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("max_model_len"), std::string::npos);
 }
 
 }  // namespace
