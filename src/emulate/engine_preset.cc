@@ -8,11 +8,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <utility>
 #include <variant>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/file.h"
@@ -309,66 +311,6 @@ class PresetReader {
     return value.IsNull() || value.Mark().is_null() ? key_node.Mark() : value.Mark();
   }
 
-  Status ReadValue(const KeySpec& spec, const YAML::Node& key_node, const YAML::Node& value,
-                   EnginePreset& out) const {
-    const YAML::Mark mark = ValueMark(key_node, value);
-    const std::string_view key = spec.key;
-    return std::visit(
-        [&](auto ref) -> Status {
-          using Ref = decltype(ref);
-          if constexpr (std::is_same_v<Ref, TextRef>) {
-            if (!value.IsScalar())
-              return Fail(mark, key, fmt::format("expected text, got {}", Describe(value)));
-            if (key == "name" && value.Scalar().empty())
-              return Fail(mark, key, "must not be empty");
-            if (key == "name" && value.Scalar().find('\n') != std::string::npos) {
-              return Fail(mark, key, "must be one line");
-            }
-            ref(out) = value.Scalar();
-          } else if constexpr (std::is_same_v<Ref, CountRef> || std::is_same_v<Ref, SeedRef>) {
-            using Int =
-                std::conditional_t<std::is_same_v<Ref, CountRef>, std::int64_t, std::uint64_t>;
-            Result<Int> n = WholeNumber<Int>(mark, key, value);
-            if (!n.ok()) return n.error();
-            ref(out) = *n;
-          } else if constexpr (std::is_same_v<Ref, RealRef>) {
-            Result<double> x = RealNumber(mark, key, value);
-            if (!x.ok()) return x.error();
-            ref(out) = *x;
-          } else if constexpr (std::is_same_v<Ref, BoolRef>) {
-            const std::string text = value.IsScalar() ? value.Scalar() : "";
-            const bool plain = value.IsScalar() && !IsQuotedOrString(value);
-            if (plain && (text == "true" || text == "True" || text == "TRUE")) {
-              ref(out) = true;
-            } else if (plain && (text == "false" || text == "False" || text == "FALSE")) {
-              ref(out) = false;
-            } else if (value.IsScalar() && !plain) {
-              return Fail(
-                  mark, key,
-                  fmt::format("expected true or false, got the string '{}' (drop the quotes)",
-                              text));
-            } else {
-              return Fail(mark, key,
-                          fmt::format("expected true or false, got {}", Describe(value)));
-            }
-          } else if constexpr (std::is_same_v<Ref, PolicyRef>) {
-            Result<SchedulingPolicy> p = Named<SchedulingPolicy>(
-                mark, key, value, &ParsePolicy, EnumNames<SchedulingPolicy>(&PolicyName));
-            if (!p.ok()) return p.error();
-            ref(out) = *p;
-          } else {
-            static_assert(std::is_same_v<Ref, CachingRef>);
-            Result<PrefixCaching> c =
-                Named<PrefixCaching>(mark, key, value, &ParsePrefixCaching,
-                                     EnumNames<PrefixCaching>(&PrefixCachingName));
-            if (!c.ok()) return c.error();
-            ref(out) = *c;
-          }
-          return Ok{};
-        },
-        spec.field);
-  }
-
   template <typename Int>
   Result<Int> WholeNumber(const YAML::Mark& mark, std::string_view key,
                           const YAML::Node& value) const {
@@ -440,6 +382,66 @@ class PresetReader {
                             suggestion ? fmt::format("; did you mean {}?", *suggestion) : ""));
   }
 
+  Status ReadValue(const KeySpec& spec, const YAML::Node& key_node, const YAML::Node& value,
+                   EnginePreset& out) const {
+    const YAML::Mark mark = ValueMark(key_node, value);
+    const std::string_view key = spec.key;
+    return std::visit(
+        [&](auto ref) -> Status {
+          using Ref = decltype(ref);
+          if constexpr (std::is_same_v<Ref, TextRef>) {
+            if (!value.IsScalar())
+              return Fail(mark, key, fmt::format("expected text, got {}", Describe(value)));
+            if (key == "name" && value.Scalar().empty())
+              return Fail(mark, key, "must not be empty");
+            if (key == "name" && value.Scalar().find('\n') != std::string::npos) {
+              return Fail(mark, key, "must be one line");
+            }
+            ref(out) = value.Scalar();
+          } else if constexpr (std::is_same_v<Ref, CountRef> || std::is_same_v<Ref, SeedRef>) {
+            using Int =
+                std::conditional_t<std::is_same_v<Ref, CountRef>, std::int64_t, std::uint64_t>;
+            Result<Int> n = WholeNumber<Int>(mark, key, value);
+            if (!n.ok()) return n.error();
+            ref(out) = *n;
+          } else if constexpr (std::is_same_v<Ref, RealRef>) {
+            Result<double> x = RealNumber(mark, key, value);
+            if (!x.ok()) return x.error();
+            ref(out) = *x;
+          } else if constexpr (std::is_same_v<Ref, BoolRef>) {
+            const std::string text = value.IsScalar() ? value.Scalar() : "";
+            const bool plain = value.IsScalar() && !IsQuotedOrString(value);
+            if (plain && (text == "true" || text == "True" || text == "TRUE")) {
+              ref(out) = true;
+            } else if (plain && (text == "false" || text == "False" || text == "FALSE")) {
+              ref(out) = false;
+            } else if (value.IsScalar() && !plain) {
+              return Fail(
+                  mark, key,
+                  fmt::format("expected true or false, got the string '{}' (drop the quotes)",
+                              text));
+            } else {
+              return Fail(mark, key,
+                          fmt::format("expected true or false, got {}", Describe(value)));
+            }
+          } else if constexpr (std::is_same_v<Ref, PolicyRef>) {
+            Result<SchedulingPolicy> p = Named<SchedulingPolicy>(
+                mark, key, value, &ParsePolicy, EnumNames<SchedulingPolicy>(&PolicyName));
+            if (!p.ok()) return p.error();
+            ref(out) = *p;
+          } else {
+            static_assert(std::is_same_v<Ref, CachingRef>);
+            Result<PrefixCaching> c =
+                Named<PrefixCaching>(mark, key, value, &ParsePrefixCaching,
+                                     EnumNames<PrefixCaching>(&PrefixCachingName));
+            if (!c.ok()) return c.error();
+            ref(out) = *c;
+          }
+          return Ok{};
+        },
+        spec.field);
+  }
+
   std::string source_;
   std::map<std::string, int, std::less<>> lines_;
 };
@@ -479,11 +481,60 @@ std::string LocateValidationError(std::string message, std::string_view source,
   return fmt::format("{}: {}", source, message);
 }
 
+// Counts parse events and gives up past a bound. yaml-cpp 0.7 never finishes some malformed
+// inputs (a document that is only ",": found by fuzz_engine_preset); its event stream is
+// consumed here first, so such a file is refused instead of hanging the command.
+class BoundedEventCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { Count(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    Count(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  // A preset has a few dozen keys; a million events is no preset.
+  static constexpr int kMaxEvents = 1'000'000;
+  void Count(const YAML::Mark& mark) {
+    if (++events_ > kMaxEvents) throw YAML::ParserException(mark, "too many YAML nodes for an engine preset");
+  }
+  int events_ = 0;
+};
+
+// OK when yaml-cpp reaches the end of the text within the bounds above.
+Status CheckYamlTerminates(const std::string& text, std::string_view source) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  BoundedEventCounter counter;
+  try {
+    for (int documents = 0; parser.HandleNextDocument(counter);) {
+      if (++documents > 16) return Invalid(fmt::format("{}:1: more than one YAML document", source));
+    }
+  } catch (const YAML::Exception& e) {
+    return Invalid(fmt::format("{}:{}: not valid YAML: {}", source, std::max(0, e.mark.line) + 1, e.msg));
+  }
+  return Ok{};
+}
+
 Result<EnginePreset> Parse(std::string_view yaml_text, std::string_view source,
                            std::optional<std::string> default_name) {
+  const std::string text(yaml_text);
+  if (Status terminates = CheckYamlTerminates(text, source); !terminates.ok()) return terminates.error();
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(yaml_text));
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     return Invalid(
         fmt::format("{}:{}: not valid YAML: {}", source, std::max(0, e.mark.line) + 1, e.msg));

@@ -509,5 +509,15 @@ TEST(EnginePresetTest, ValuesWithASlashOrYamlSuffixArePaths) {
   EXPECT_NE(folder.error().message.find("is not a regular file"), std::string::npos);
 }
 
+// Found by fuzz_engine_preset: yaml-cpp 0.7 never returns from LoadAll on a document that is
+// only ","; the preset reader must refuse it instead of hanging.
+TEST(EnginePresetTest, AStrayFlowCommaIsRefusedNotAHang) {
+  for (const char* text : {",\n", ",", "- ,\n,\n"}) {
+    Result<EnginePreset> preset = ParseEnginePreset(text, "comma.yaml");
+    ASSERT_FALSE(preset.ok()) << text;
+    EXPECT_EQ(preset.error().message.rfind("comma.yaml:", 0), 0u) << preset.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace bakeoff::emulate
