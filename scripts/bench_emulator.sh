@@ -105,9 +105,11 @@ run_e2() {
   lag_p50=$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.5)
   lag_p99=$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.99)
   cpu_share=$(awk -v a="$ticks0" -v b="$ticks1" -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", 100 * (b - a) / hz / (t1 - t0) }')
-  local check="met"
+  # Keeping the schedule: step lag p99 within 5 ms (the generator-limited threshold bench uses).
+  local check
+  check=$(awk -v l="$lag_p99" 'BEGIN { print (l != "inf" && l + 0 <= 5) ? "met" : "**short**" }')
   [ "$ok" = "$requests" ] || { check="FAILED ($ok of $requests ok)"; failed=1; }
-  rows+=("| (e2) real-time emulator, $label: $concurrency streams | keeps its step schedule | $(calc %.0f "$tokens_per_s") token events/s; step lag p50 <= $lag_p50 ms, p99 <= $lag_p99 ms; TPOT p50 $(calc %.2f "$tpot_p50") ms | server used $cpu_share% of its core | $check | \`bakeoff emulate --port 0 ${server_cmd[*]}\` on CPU 0; \`bakeoff bench --concurrency $concurrency --requests $requests --prompt-tokens 64 --output-tokens $output --ignore-eos --no-calibrate\` on CPU 1 |")
+  rows+=("| (e2) real-time emulator, $label: $concurrency streams | keeps its step schedule (step lag p99 <= 5 ms) | $(calc %.0f "$tokens_per_s") token events/s; step lag p50 <= $lag_p50 ms, p99 <= $lag_p99 ms; TPOT p50 $(calc %.2f "$tpot_p50") ms | server used $cpu_share% of its core | $check | \`bakeoff emulate --port 0 ${server_cmd[*]}\` on CPU 0; \`bakeoff bench --concurrency $concurrency --requests $requests --prompt-tokens 64 --output-tokens $output --ignore-eos --no-calibrate\` on CPU 1 |")
 }
 
 log "(e2) real-time emulator"
