@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 # Debian 12 packages the build, tests and benchmarks need (docs/DEPENDENCIES.md says why).
-DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config clang libclang-rt-14-dev \
+DEBIAN_PACKAGES := g++ cmake ninja-build ccache pkg-config clang libclang-rt-14-dev \
   libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
 
