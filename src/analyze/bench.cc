@@ -6,9 +6,13 @@
 #include <chrono>
 #include <ctime>
 
+#include <cmath>
+
 #include "core/file.h"
-#include "dialect/openai_control.h"
+#include "dialect/tokenize.h"
 #include "load/prompt_text.h"
+#include "target/discovery.h"
+#include "target/prompt_calibration.h"
 
 namespace bakeoff::analyze {
 namespace {
@@ -22,96 +26,84 @@ std::string IsoTimeNow() {
   return text;
 }
 
-// Finds the model to use and whether the server is the emulated engine.
-Status Discover(BenchConfig& config, BenchOutcome& outcome,
-                const std::function<void(const std::string&)>& log) {
-  load::TargetSpec& target = config.run.target;
-  net::HttpRequest request;
-  request.method = "GET";
-  request.path = "/v1/models";
-  request.body.clear();
-  Result<net::FetchedResponse> response = net::Fetch(target.endpoint, request, target.client);
-  if (!response.ok()) {
-    return MakeError(ErrorCode::kUnavailable,
-                     "cannot reach " + target.endpoint.ToString() + ": " + response.error().message);
+// The calibration as summary.json shows it (docs/formats/summary.md).
+nlohmann::json CalibrationJson(const target::PromptCalibration& c) {
+  nlohmann::json j = {{"checked", c.checked}};
+  if (!c.checked) {
+    j["reason"] = c.reason;
+    j["notes"] = c.notes;
+    return j;
   }
-  if (response->head.Header("X-Bakeoff-Emulated") == "true") outcome.emulated = true;
-  if (response->head.status != 200) {
-    if (target.request.model.empty()) {
-      return MakeError(ErrorCode::kUnavailable,
-                       fmt::format("GET {}/v1/models answered HTTP {}; pass --model",
-                                   target.endpoint.ToString(), response->head.status));
+  j["method"] = c.method;
+  if (c.tokenize_dialect) {
+    j["tokenize_dialect"] = dialect::TokenizeDialectName(*c.tokenize_dialect);
+    j["tokenize_path"] = dialect::TokenizePath(*c.tokenize_dialect);
+  }
+  j["words_per_token"] = c.sizing.words_per_token;
+  j["overhead_tokens"] = c.sizing.overhead_tokens;
+  j["overhead_measured"] = c.overhead_measured;
+  j["probe_requests"] = c.probes_sent;
+  if (c.planned_tokens) j["planned_prompt_tokens"] = *c.planned_tokens;
+  if (c.achieved_tokens) {
+    j["achieved_prompt_tokens"] = *c.achieved_tokens;
+    j["achieved_by"] = c.achieved_by;
+    j["deviation"] = *c.Deviation();
+  }
+  j["notes"] = c.notes;
+  return j;
+}
+
+// What the user reads about the calibration.
+void NoteCalibration(const target::PromptCalibration& c, std::vector<std::string>& notes) {
+  for (const std::string& note : c.notes) notes.push_back("prompt calibration: " + note);
+  if (!c.checked) {
+    notes.push_back("prompt lengths not checked: " + c.reason + "; lengths assume one token per word");
+    return;
+  }
+  std::string line = fmt::format("prompt sizing ({}{}): {:.3f} words per token, {:.1f} tokens added by "
+                                 "the server{}",
+                                 c.method,
+                                 c.tokenize_dialect ? fmt::format(", {} dialect",
+                                                                  dialect::TokenizeDialectName(*c.tokenize_dialect))
+                                                    : "",
+                                 c.sizing.words_per_token, c.sizing.overhead_tokens,
+                                 c.overhead_measured ? "" : " (not measured)");
+  notes.push_back(std::move(line));
+  if (c.achieved_tokens) {
+    notes.push_back(fmt::format("prompt length: planned {} tokens, the server counts {:.1f} ({:+.1f}%, by {})",
+                                *c.planned_tokens, *c.achieved_tokens, 100 * *c.Deviation(), c.achieved_by));
+  }
+}
+
+// Refuses lengths the target cannot take, where it says its context limit.
+Status CheckContextLimit(const BenchConfig& config, const target::TargetFacts& facts,
+                         std::vector<std::string>& notes) {
+  if (!facts.max_context_tokens) return Ok{};
+  const std::uint64_t limit = *facts.max_context_tokens;
+  const bool synthetic = std::any_of(config.run.steps.begin(), config.run.steps.end(),
+                                     [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
+  const std::uint64_t asked = std::uint64_t{config.run.shape.prompt_tokens} + config.run.shape.output_tokens;
+  if (synthetic && asked > limit) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("--prompt-tokens {} + --output-tokens {} = {} tokens, more than the "
+                                 "server's context of {} tokens ({})",
+                                 config.run.shape.prompt_tokens, config.run.shape.output_tokens, asked,
+                                 limit, facts.max_context_source));
+  }
+  if (config.trace) {
+    std::uint64_t over = 0;
+    for (const workload::TraceRequest& r : config.trace->requests) {
+      if (std::uint64_t{r.input_tokens} + r.output_tokens > limit) ++over;
     }
-    return Ok{};
-  }
-  Result<std::vector<dialect::ModelCard>> models = dialect::DecodeModelList(response->body);
-  if (!models.ok()) {
-    if (target.request.model.empty()) return models.error();
-    return Ok{};
-  }
-  for (const dialect::ModelCard& card : models.value()) {
-    if (card.owned_by == dialect::kEmulatedOwner) outcome.emulated = true;
-  }
-  if (target.request.model.empty()) {
-    if (models->empty()) {
-      return MakeError(ErrorCode::kUnavailable, "the server lists no models; pass --model");
+    if (over > 0) {
+      notes.push_back(fmt::format("{} trace requests ask for more than the server's context of {} tokens "
+                                  "({}); expect them to fail", over, limit, facts.max_context_source));
     }
-    target.request.model = models->front().id;
-    log("model: " + target.request.model + " (first listed by /v1/models)");
   }
   return Ok{};
 }
 
-Result<std::uint64_t> CountTokens(const load::TargetSpec& target, const std::string& text) {
-  net::HttpRequest request;
-  request.path = "/tokenize";
-  request.body = dialect::EncodeTokenizeRequest(target.request.model, text);
-  Result<net::FetchedResponse> response = net::Fetch(target.endpoint, request, target.client);
-  if (!response.ok()) return response.error();
-  if (response->head.status != 200) {
-    return MakeError(ErrorCode::kUnavailable, fmt::format("HTTP {}", response->head.status));
-  }
-  return dialect::DecodeTokenizeCount(response->body);
-}
-
-// Measures the server's tokens per corpus word and checks the achieved prompt length.
-void Calibrate(BenchConfig& config, BenchOutcome& outcome, nlohmann::json& calibration) {
-  load::TargetSpec& target = config.run.target;
-  const load::PromptText prompts;
-  Result<std::uint64_t> sample = CountTokens(target, CalibrationSample(prompts));
-  if (!sample.ok() || sample.value() == 0) {
-    const std::string why = sample.ok() ? "it counted 0 tokens" : sample.error().message;
-    outcome.notes.push_back("prompt lengths not checked: no usable /tokenize endpoint (" + why +
-                            "); lengths assume one token per word");
-    calibration = {{"checked", false}, {"reason", why}};
-    return;
-  }
-  target.words_per_token = kCalibrationWords / static_cast<double>(sample.value());
-  const bool replay = std::any_of(config.run.steps.begin(), config.run.steps.end(),
-                                  [](const load::StepSpec& s) { return s.mode == load::LoopMode::kTrace; });
-  if (replay) {
-    // Each replayed request has its own length; the ratio is what makes them right.
-    outcome.notes.push_back(fmt::format("prompt lengths scaled by the server's {:.3f} words per token",
-                                        target.words_per_token));
-    calibration = {{"checked", true}, {"words_per_token", target.words_per_token}};
-    return;
-  }
-  const std::uint32_t planned = config.run.shape.prompt_tokens;
-  Result<std::uint64_t> achieved =
-      CountTokens(target, prompts.Build(load::WordsForTokens(planned, target.words_per_token), 2));
-  calibration = {{"checked", true},
-                 {"words_per_token", target.words_per_token},
-                 {"planned_prompt_tokens", planned}};
-  if (achieved.ok()) {
-    calibration["achieved_prompt_tokens"] = achieved.value();
-    outcome.notes.push_back(fmt::format("prompt length: planned {} tokens, server counts {}",
-                                        planned, achieved.value()));
-  }
-}
-
 }  // namespace
-
-std::string CalibrationSample(const load::PromptText& prompts) { return prompts.Build(kCalibrationWords, 1); }
 
 void JsonlRecordSink::Write(const measure::RequestRecord& record, MonoTime t0) {
   Status written = writer_.Append(measure::RecordToJsonLine(record, t0));
@@ -129,35 +121,66 @@ nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) 
   return summary;
 }
 
-Status WriteSummary(nlohmann::json summary, nlohmann::json steps, const BenchOutcome& outcome,
-                    const JsonlRecordSink& sink) {
+void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& outcome,
+                  const JsonlRecordSink& sink) {
   summary["interrupted"] = outcome.interrupted;
   summary["records_file"] = "records.jsonl";
   summary["records_write_failed"] = sink.failed();
   summary["steps"] = std::move(steps);
   Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
-  if (!written.ok()) return written;
-  if (sink.failed()) {
-    return MakeError(ErrorCode::kIo, "some records could not be written to " + outcome.records_path.string());
+  if (!written.ok()) {
+    outcome.summary_error = written.error().message;
+  } else if (sink.failed()) {
+    outcome.summary_error = "some records could not be written to " + outcome.records_path.string();
   }
-  return Ok{};
 }
 
 Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(const std::string&)>& log,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick) {
   BenchOutcome outcome;
+  load::TargetSpec& target = config.run.target;
+  Result<target::TargetFacts> facts = target::Discover(target.endpoint, target.client, target.request.model);
+  if (!facts.ok()) return facts.error();
+  if (facts->model_from_listing) log("model: " + facts->model + " (first listed by /v1/models)");
+  target.request.model = facts->model;
+  outcome.emulated = facts->emulated;
+  Status fits = CheckContextLimit(config, facts.value(), outcome.notes);
+  if (!fits.ok()) return fits.error();
+
+  nlohmann::json calibration = {{"checked", false}, {"reason", "disabled (--no-calibrate)"}};
+  if (config.calibrate_prompt) {
+    target::CalibrationPlan plan;
+    plan.endpoint = target.endpoint;
+    plan.client = target.client;
+    plan.request = target.request;
+    plan.seed = config.run.seed;
+    plan.max_context_tokens = facts->max_context_tokens;
+    const bool synthetic = std::any_of(config.run.steps.begin(), config.run.steps.end(),
+                                       [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
+    if (synthetic) plan.planned_prompt_tokens = config.run.shape.prompt_tokens;
+    const target::PromptCalibration calibrated = target::CalibratePrompts(plan, load::PromptText());
+    if (calibrated.checked) target.prompt_sizing = calibrated.sizing;
+    NoteCalibration(calibrated, outcome.notes);
+    calibration = CalibrationJson(calibrated);
+    calibration["tolerance"] = config.prompt_tolerance;
+    if (std::optional<double> deviation = calibrated.Deviation();
+        deviation && std::abs(*deviation) > config.prompt_tolerance) {
+      return MakeError(ErrorCode::kInvalidInput,
+                       fmt::format("prompts planned at {} tokens are counted as {:.1f} by the server "
+                                   "({:+.1f}%, more than the {:.1f}% tolerance) even after calibration; "
+                                   "the run would not measure the planned load. Pass --prompt-tolerance "
+                                   "to accept it or --no-calibrate to skip the check",
+                                   *calibrated.planned_tokens, *calibrated.achieved_tokens,
+                                   100 * *deviation, 100 * config.prompt_tolerance));
+    }
+  }
+
   std::error_code ec;
   std::filesystem::create_directories(config.out_dir, ec);
   if (ec) {
-    return MakeError(ErrorCode::kIo,
-                     "cannot create --out " + config.out_dir.string() + ": " + ec.message());
+    return MakeError(ErrorCode::kIo, "cannot create --out " + config.out_dir.string() + ": " + ec.message());
   }
-  Status discovered = Discover(config, outcome, log);
-  if (!discovered.ok()) return discovered.error();
-  nlohmann::json calibration = {{"checked", false}, {"reason", "disabled"}};
-  if (config.calibrate_prompt) Calibrate(config, outcome, calibration);
-
   outcome.records_path = config.out_dir / "records.jsonl";
   outcome.summary_path = config.out_dir / "summary.json";
   Result<std::unique_ptr<LineWriter>> writer = LineWriter::Open(outcome.records_path);
@@ -177,15 +200,18 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   summary["started_at"] = started;
   summary["finished_at"] = IsoTimeNow();
   summary["target"] = {{"url", config.url},
-                       {"model", config.run.target.request.model},
+                       {"model", target.request.model},
                        {"emulated", outcome.emulated}};
+  if (facts->max_context_tokens) {
+    summary["target"]["max_context_tokens"] = *facts->max_context_tokens;
+    summary["target"]["max_context_source"] = facts->max_context_source;
+  }
   if (outcome.emulated) {
     summary["target"]["note"] =
         "emulated engine: these figures describe bakeoff's model of an engine, not a real engine";
   }
   summary["prompt_calibration"] = calibration;
-  Status written = WriteSummary(std::move(summary), std::move(steps), outcome, sink);
-  if (!written.ok()) return written.error();
+  WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;
 }
 

@@ -1,9 +1,11 @@
 // analyze/bench.h
 //
-// Owns: one `bakeoff bench` run end to end: discover the model (and whether the target is the
-// emulated engine), calibrate prompt length against the server's tokenizer when it has one, run
-// the load steps, stream raw records to <out>/records.jsonl as requests finish, and write
-// <out>/summary.json (docs/formats/summary.md) even when the run is interrupted.
+// Owns: one `bakeoff bench` run end to end: discover the target (target/discovery.h), refuse
+// lengths the target cannot take, calibrate prompt lengths (target/prompt_calibration.h) and
+// refuse a run whose prompts would be off by more than the tolerance, run the load steps, stream
+// raw records to <out>/records.jsonl as requests finish, and write <out>/summary.json
+// (docs/formats/summary.md) even when the run is interrupted. The output folder is created only
+// once the run is about to start, so a run refused early leaves nothing behind.
 // Does not own: flag parsing (cli/) or the load itself (load/runner.h).
 //
 // Thread-safety: RunBench blocks; `stop` may be set from a signal watcher.
@@ -32,7 +34,8 @@ struct BenchConfig {
   std::string url;             // as given, for the summary
   Slo slo;
   std::filesystem::path out_dir;
-  bool calibrate_prompt = true;  // use the server's /tokenize when it has one
+  bool calibrate_prompt = true;  // measure how the server counts prompts (tokenize route, usage)
+  double prompt_tolerance = 0.05;  // refuse when the checked prompt length is off by more
   nlohmann::json flags;          // the full configuration as given, recorded in summary.json
   std::shared_ptr<const workload::Trace> trace;  // kept alive for trace-replay steps
 };
@@ -44,6 +47,7 @@ struct BenchOutcome {
   std::filesystem::path summary_path;
   std::filesystem::path records_path;
   std::vector<std::string> notes;  // calibration results and warnings, for the user
+  std::string summary_error;       // summary.json or records could not be written (exit 1)
 };
 
 // `log` receives human-readable progress lines (discovery, calibration, step starts).
@@ -53,11 +57,6 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick);
 
 inline constexpr int kSummarySchemaVersion = 1;
-
-// Words in the sample prompt used to measure a server's words per token: words_per_token =
-// kCalibrationWords / (tokens the server counts in CalibrationSample()).
-inline constexpr std::uint32_t kCalibrationWords = 1000;
-std::string CalibrationSample(const load::PromptText& prompts);
 
 // Appends each record to records.jsonl as one line; the first write failure is printed once and
 // remembered. Safe to call from several threads (LineWriter serialises).
@@ -76,9 +75,10 @@ class JsonlRecordSink final : public load::RecordSink {
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 
 // Completes `summary` with the fields every run ends with (interrupted, records_file,
-// records_write_failed, steps), writes it atomically to outcome.summary_path, and fails with kIo
-// when it or some record could not be written.
-Status WriteSummary(nlohmann::json summary, nlohmann::json steps, const BenchOutcome& outcome,
-                    const JsonlRecordSink& sink);
+// records_write_failed, steps) and writes it atomically to outcome.summary_path. When it or some
+// record could not be written, outcome.summary_error says so; the outcome is still returned, so
+// the figures reach the terminal.
+void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& outcome,
+                  const JsonlRecordSink& sink);
 
 }  // namespace bakeoff::analyze

@@ -55,6 +55,9 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   a.planned = step.planned;
   a.interrupted = step.interrupted;
   a.session_turns_skipped = step.session_turns_skipped;
+  a.stopped_reason = step.stopped_reason;
+  a.backoff_waits = step.backoff_waits;
+  a.backoff_total_s = ToSeconds(step.backoff_total);
 
   std::vector<double> ttft, ttft_answer, itl_event, itl_token, tpot, e2e, response, send_lag;
   std::vector<double> output_tokens, prompt_tokens;
@@ -245,6 +248,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
   nlohmann::json j;
   j["label"] = a.label;
   j["interrupted"] = a.interrupted;
+  if (!a.stopped_reason.empty()) j["stopped_reason"] = a.stopped_reason;
+  j["connection_backoff"] = {{"waits", a.backoff_waits}, {"total_s", a.backoff_total_s}};
   j["requests"] = {{"planned", a.planned},
                    {"warmup", a.warmup_requests},
                    {"measured", a.measured_requests},

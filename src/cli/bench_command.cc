@@ -1,31 +1,24 @@
 // cli/bench_command.cc
 //
 // Owns: the `bakeoff bench` flags, their validation (one-line errors naming the flag, exit 2),
-// the SIGINT watcher, the live progress line (terminals only) and the final table. The run
-// itself is analyze::RunBench.
+// the stop signals (cli/stop_signals.h), the live progress line (terminals only) and the final
+// table. The run itself is analyze::RunBench.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <cstdlib>
 #include <memory>
 
 #include "analyze/bench.h"
 #include "cli/cli.h"
 #include "cli/load_flags.h"
+#include "cli/stop_signals.h"
 #include "cli/table.h"
+#include "target/discovery.h"
 
 namespace bakeoff::cli {
 namespace {
-
-std::atomic<bool> g_stop_requested{false};
-
-extern "C" void OnInterrupt(int) {
-  // The first SIGINT asks for a clean stop; a second one falls back to the default (kill).
-  g_stop_requested.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
 
 struct BenchFlags {
   LoadFlags load;
@@ -37,16 +30,32 @@ struct BenchFlags {
   std::string idle_timeout = "60s";
   std::string request_timeout = "30min";
   std::string drain_timeout = "60s";
+  std::string unreachable_timeout = "10s";
   bool insecure = false;
   std::string ca_file;
   bool no_calibrate = false;
+  std::string prompt_tolerance = "5%";
 };
+
+// "5%" or "5": a percentage, as a fraction.
+Result<double> ParsePercent(const std::string& flag, std::string text) {
+  if (text.ends_with('%')) text.pop_back();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1000) {
+    return MakeError(ErrorCode::kInvalidInput, flag + ": '" + text + "' is not a percentage (e.g. 5%)");
+  }
+  return value / 100;
+}
 
 Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
   analyze::BenchConfig config;
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
   Result<net::Endpoint> endpoint = net::ParseEndpoint(f.url);
   if (!endpoint.ok()) return usage("--url: " + endpoint.error().message);
+  if (std::optional<std::string> note = target::StripApiVersionSuffix(endpoint.value())) {
+    fmt::print(stderr, "bakeoff bench: --url: {}\n", *note);
+  }
   Result<LoadSetup> setup = BuildLoad(f.load, "bakeoff bench");
   if (!setup.ok()) return setup.error();
   config.url = f.url;
@@ -68,21 +77,28 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
                                 DurationFlag{"--first-byte-timeout", &f.first_byte_timeout, &target.client.deadlines.first_byte},
                                 DurationFlag{"--idle-timeout", &f.idle_timeout, &target.client.deadlines.idle},
                                 DurationFlag{"--request-timeout", &f.request_timeout, &target.client.deadlines.total},
-                                DurationFlag{"--drain-timeout", &f.drain_timeout, &config.run.drain_timeout}}) {
+                                DurationFlag{"--drain-timeout", &f.drain_timeout, &config.run.drain_timeout},
+                                DurationFlag{"--unreachable-timeout", &f.unreachable_timeout, &config.run.unreachable_timeout}}) {
     Result<Nanos> parsed = ParseDuration(d.name, *d.text);
     if (!parsed.ok()) return usage(parsed.error().message);
+    if (parsed.value() <= Nanos(0)) return usage(std::string(d.name) + ": must be positive");
     *d.into = parsed.value();
   }
   if (f.workers == 0 || f.workers > 256) return usage("--workers: must be between 1 and 256");
   config.run.workers = f.workers;
   config.run.seed = f.load.seed;
   config.calibrate_prompt = !f.no_calibrate;
+  Result<double> tolerance = ParsePercent("--prompt-tolerance", f.prompt_tolerance);
+  if (!tolerance.ok()) return usage(tolerance.error().message);
+  config.prompt_tolerance = tolerance.value();
   config.flags = LoadFlagsJson(f.load, setup.value());
   config.flags.update({{"url", f.url}, {"workers", f.workers},
                        {"connect_timeout", f.connect_timeout}, {"first_byte_timeout", f.first_byte_timeout},
                        {"idle_timeout", f.idle_timeout}, {"request_timeout", f.request_timeout},
-                       {"drain_timeout", f.drain_timeout}, {"insecure", f.insecure},
-                       {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate}});
+                       {"drain_timeout", f.drain_timeout}, {"unreachable_timeout", f.unreachable_timeout},
+                       {"insecure", f.insecure},
+                       {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate},
+                       {"prompt_tolerance", f.prompt_tolerance}});
   return config;
 }
 
@@ -95,8 +111,7 @@ int RunBenchCommand(const BenchFlags& flags) {
   const bool terminal = ::isatty(STDERR_FILENO) == 1;
   std::vector<std::string> labels;
   for (const auto& step : config->run.steps) labels.push_back(step.label);
-  g_stop_requested.store(false);
-  std::signal(SIGINT, OnInterrupt);
+  const StopSignals stop;
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff bench: {}\n", line); };
   auto on_tick = [&](std::size_t step, const load::Progress& p) {
     if (!terminal) return;
@@ -105,15 +120,14 @@ int RunBenchCommand(const BenchFlags& flags) {
                p.tokens.load());
   };
   Result<analyze::BenchOutcome> outcome =
-      analyze::RunBench(std::move(config.value()), g_stop_requested, log, on_tick);
-  std::signal(SIGINT, SIG_DFL);
+      analyze::RunBench(std::move(config.value()), stop.flag(), log, on_tick);
   if (terminal) fmt::print(stderr, "\r\033[K");
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff bench: {}\n", outcome.error().message);
     return kExitFailure;
   }
   for (const std::string& note : outcome->notes) log(note);
-  return ReportRun(outcome.value());
+  return ReportRun(outcome.value(), stop.ExitCode());
 }
 
 }  // namespace
@@ -130,9 +144,16 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_option("--idle-timeout", flags->idle_timeout, "Longest silence within a response")->capture_default_str();
   c->add_option("--request-timeout", flags->request_timeout, "Longest whole request")->capture_default_str();
   c->add_option("--drain-timeout", flags->drain_timeout, "Wait for in-flight requests after the last send")->capture_default_str();
+  c->add_option("--unreachable-timeout", flags->unreachable_timeout,
+                "Stop the run when no request has reached the server for this long")
+      ->capture_default_str();
   c->add_flag("--insecure", flags->insecure, "Do not verify TLS certificates");
   c->add_option("--ca-file", flags->ca_file, "CA bundle for TLS verification");
-  c->add_flag("--no-calibrate", flags->no_calibrate, "Do not check prompt lengths with the server's /tokenize");
+  c->add_flag("--no-calibrate", flags->no_calibrate,
+              "Do not measure how the server counts prompts (tokenize route, usage of probe requests)");
+  c->add_option("--prompt-tolerance", flags->prompt_tolerance,
+                "Refuse to run when calibrated prompts are off the planned length by more (percent)")
+      ->capture_default_str();
   c->callback([flags, exit_code] { *exit_code = RunBenchCommand(*flags); });
 }
 

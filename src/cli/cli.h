@@ -2,9 +2,11 @@
 //
 // Owns: the command line: subcommand registration, flag parsing and exit codes. Subcommands are
 // thin; each lives in its own <name>_command.cc and calls into the library.
-// Exit codes: 0 success, 1 the run failed (server unreachable, nothing measured, I/O error),
-// 2 invalid usage (a flag or value is wrong; the message names the flag), 130 interrupted by
-// SIGINT after writing what was measured.
+// Exit codes: 0 success; 1 the run failed (server unreachable, most requests failed, results
+// could not be written; cli/table.h has the exact rule); 2 invalid usage or input (a flag or
+// value is wrong, an input file is missing or malformed; the message names the flag or the
+// file:line); 128 + the signal (130 for SIGINT, 143 for SIGTERM) when a stop signal ended a run
+// after writing what was measured.
 #pragma once
 
 #include <filesystem>
@@ -18,7 +20,6 @@ namespace bakeoff::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
-inline constexpr int kExitInterrupted = 130;
 
 int Main(int argc, char** argv);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <ctime>
 
 #include "workload/importers.h"
@@ -48,9 +49,13 @@ Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
   }
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1e9) {
+  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0)) {
     return MakeError(ErrorCode::kInvalidInput,
                      flag + ": '" + text + "' is not a duration (e.g. 250ms, 30s, 5min)");
+  }
+  if (value * scale > kMaxDurationSeconds) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("{}: longer than bakeoff accepts ({:g} s)", flag, kMaxDurationSeconds));
   }
   return FromSeconds(value * scale);
 }
@@ -66,8 +71,12 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   request.stream = !f.no_stream;
   request.ignore_eos = f.ignore_eos;
   if (f.ignore_eos) request.min_tokens = f.output_tokens;
-  if (f.prompt_tokens == 0) return usage("--prompt-tokens: must be at least 1");
-  if (f.output_tokens == 0) return usage("--output-tokens: must be at least 1");
+  if (f.prompt_tokens == 0 || f.prompt_tokens > kMaxRequestTokens) {
+    return usage(fmt::format("--prompt-tokens: {} is not in [1, {}]", f.prompt_tokens, kMaxRequestTokens));
+  }
+  if (f.output_tokens == 0 || f.output_tokens > kMaxRequestTokens) {
+    return usage(fmt::format("--output-tokens: {} is not in [1, {}]", f.output_tokens, kMaxRequestTokens));
+  }
   setup.shape = {f.prompt_tokens, f.output_tokens};
   Result<Nanos> warmup = ParseDuration("--warmup", f.warmup);
   if (!warmup.ok()) return usage(warmup.error().message);
@@ -95,6 +104,20 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   limits.warmup_requests = f.warmup_requests;
   for (double rate : f.rates) {
     if (!(rate > 0) || rate > 1e6) return usage(fmt::format("--rate: {} is not in (0, 1e6]", rate));
+    // The schedule is planned whole before the step: its span and size must be representable.
+    const double planned = static_cast<double>(limits.requests.value_or(0) + limits.warmup_requests);
+    const double span_s = duration ? ToSeconds(*duration + limits.warmup) : planned / rate;
+    if (planned / rate > kMaxDurationSeconds) {
+      return usage(fmt::format("--rate: at {:g}/s, {:g} requests would take {:g} s, longer than bakeoff "
+                               "plans ({:g} s); raise --rate or lower --requests",
+                               rate, planned, planned / rate, kMaxDurationSeconds));
+    }
+    double entries = duration ? span_s * rate : planned;
+    if (duration && limits.requests) entries = std::min(entries, planned + ToSeconds(limits.warmup) * rate);
+    if (entries > kMaxPlannedRequests) {
+      return usage(fmt::format("--rate: {:g}/s for {:g} s plans more than {} requests in one step; "
+                               "shorten --duration or set --requests", rate, span_s, kMaxPlannedRequests));
+    }
     load::StepSpec step;
     step.mode = load::LoopMode::kOpen;
     step.open = {rate, arrival.value(), f.burstiness};
@@ -114,9 +137,23 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     if (!report.SkippedSummary().empty()) {
       fmt::print(stderr, "{}: --trace: {}\n", command, report.SkippedSummary());
     }
+    setup.trace_import = {{"file", f.trace},
+                          {"format", workload::TraceFormatName(report.format)},
+                          {"rows", report.rows},
+                          {"rows_skipped", report.SkippedTotal()},
+                          {"skipped", report.SkippedSummary()}};
     if (!trace->arrivals_known) {
       fmt::print(stderr, "{}: --trace: the source has no arrival times; every request "
                          "arrives at once (use --rate with its lengths via bakeoff synth)\n", command);
+    }
+    double longest_s = 0;
+    for (const workload::TraceRequest& r : trace->requests) {
+      longest_s = std::max({longest_s, r.arrival_s, r.think_time_s.value_or(0)});
+    }
+    if (longest_s * f.time_scale > kMaxDurationSeconds) {
+      return usage(fmt::format("--trace: arrival or think times up to {:g} s, scaled by --time-scale {:g}, "
+                               "are longer than bakeoff plans ({:g} s)",
+                               longest_s, f.time_scale, kMaxDurationSeconds));
     }
     setup.trace = std::make_shared<workload::Trace>(std::move(trace.value()));
     load::StepSpec step;
@@ -156,7 +193,8 @@ nlohmann::json LoadFlagsJson(const LoadFlags& f, const LoadSetup& setup) {
           {"arrival", f.arrival}, {"burstiness", f.burstiness}, {"duration", f.duration},
           {"requests", f.requests}, {"warmup", f.warmup}, {"warmup_requests", f.warmup_requests},
           {"seed", f.seed}, {"slo", f.slo}, {"trace", f.trace}, {"trace_format", f.trace_format},
-          {"time_scale", f.time_scale}, {"skip_invalid", f.skip_invalid}};
+          {"time_scale", f.time_scale}, {"skip_invalid", f.skip_invalid},
+          {"trace_import", setup.trace_import}};
 }
 
 }  // namespace bakeoff::cli

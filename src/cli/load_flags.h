@@ -50,6 +50,13 @@ struct LoadFlags {
   bool skip_invalid = false;
 };
 
+// The largest prompt or answer a flag may ask for, in tokens: beyond every served context today,
+// and small enough that building such a prompt cannot exhaust the client's memory. A target's
+// own context limit, where it says one, is checked before a run (analyze/bench.h).
+inline constexpr std::uint32_t kMaxRequestTokens = 1'000'000;
+// The most requests one open-loop step may plan (its schedule is built whole, 24 bytes each).
+inline constexpr double kMaxPlannedRequests = 1e8;
+
 // Registers the load flags on `command`.
 void AddLoadOptions(CLI::App& command, LoadFlags& flags);
 
@@ -62,6 +69,7 @@ struct LoadSetup {
   analyze::Slo slo;
   std::filesystem::path out_dir;
   std::vector<std::uint32_t> concurrencies;  // as run (1 when no step kind was chosen)
+  nlohmann::json trace_import;  // replay: rows read and skipped (--skip-invalid), for summary.json
 };
 
 // Validates the flags and builds the steps; kInvalidInput with a message naming the flag.

@@ -6,24 +6,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <memory>
 
 #include "analyze/simulate.h"
 #include "cli/cli.h"
 #include "cli/load_flags.h"
+#include "cli/stop_signals.h"
 #include "cli/table.h"
 #include "emulate/engine_preset.h"
 
 namespace bakeoff::cli {
 namespace {
-
-std::atomic<bool> g_simulate_stop{false};
-
-extern "C" void OnSimulateInterrupt(int) {
-  g_simulate_stop.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
 
 struct SimulateFlags {
   LoadFlags load;
@@ -80,17 +73,15 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     fmt::print(stderr, "bakeoff simulate: {}\n", config.error().message);
     return kExitUsage;
   }
-  g_simulate_stop.store(false);
-  std::signal(SIGINT, OnSimulateInterrupt);
+  const StopSignals stop;
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff simulate: {}\n", line); };
   log("engine " + config->preset + " (emulated, virtual clock)");
-  Result<analyze::BenchOutcome> outcome = analyze::RunSimulate(config.value(), g_simulate_stop, log);
-  std::signal(SIGINT, SIG_DFL);
+  Result<analyze::BenchOutcome> outcome = analyze::RunSimulate(config.value(), stop.flag(), log);
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff simulate: {}\n", outcome.error().message);
     return outcome.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
   }
-  return ReportRun(outcome.value());
+  return ReportRun(outcome.value(), stop.ExitCode());
 }
 
 }  // namespace

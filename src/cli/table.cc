@@ -53,6 +53,11 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
       if (name != "ok") fmt::format_to(it, "{}: {} {}\n", s.label, count, name);
     }
     for (const std::string& example : s.error_examples) fmt::format_to(it, "  e.g. {}\n", example);
+    if (!s.stopped_reason.empty()) fmt::format_to(it, "{}: {}\n", s.label, s.stopped_reason);
+    if (s.backoff_waits > 0) {
+      fmt::format_to(it, "{}: backed off {} times ({:.1f} s in all) after connection failures\n", s.label,
+                     s.backoff_waits, s.backoff_total_s);
+    }
     if (s.session_turns_skipped > 0) {
       fmt::format_to(it, "{}: {} session turns not sent because an earlier turn failed\n", s.label,
                      s.session_turns_skipped);
@@ -69,16 +74,21 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
   return out;
 }
 
-int ReportRun(const analyze::BenchOutcome& outcome) {
+int ReportRun(const analyze::BenchOutcome& outcome, int interrupted_exit_code) {
   fmt::print("{}", FormatBenchTable(outcome));
   fmt::print("records: {}\nsummary: {}\n", outcome.records_path.string(), outcome.summary_path.string());
-  if (outcome.interrupted) return kExitInterrupted;
+  if (!outcome.summary_error.empty()) fmt::print(stderr, "bakeoff: {}\n", outcome.summary_error);
+  if (outcome.interrupted) return interrupted_exit_code;
+  if (!outcome.summary_error.empty()) return kExitFailure;
   std::uint64_t ok = 0;
+  std::uint64_t measured = 0;
   for (const auto& step : outcome.steps) {
+    if (!step.stopped_reason.empty()) return kExitFailure;
     auto it = step.outcomes.find("ok");
     ok += it == step.outcomes.end() ? 0 : it->second;
+    measured += step.measured_requests;
   }
-  return ok > 0 ? kExitOk : kExitFailure;
+  return measured > 0 && 2 * ok >= measured ? kExitOk : kExitFailure;
 }
 
 }  // namespace bakeoff::cli

@@ -14,8 +14,13 @@ namespace bakeoff::cli {
 
 std::string FormatBenchTable(const analyze::BenchOutcome& outcome);
 
-// Prints the table and the output paths to stdout and returns the exit code: 130 when
-// interrupted, 0 when some request succeeded, 1 when none did.
-int ReportRun(const analyze::BenchOutcome& outcome);
+// Prints the table and the output paths to stdout (and to stderr what could not be written) and
+// returns the exit code, by the first rule that applies:
+//   `interrupted_exit_code` (128 + signal) when a stop signal ended the run;
+//   1 when summary.json or some record could not be written;
+//   1 when a step was stopped because the server could not be reached;
+//   1 when fewer than half of all measured requests succeeded ("most requests failed");
+//   0 otherwise: the run measured what it planned, failures included.
+int ReportRun(const analyze::BenchOutcome& outcome, int interrupted_exit_code);
 
 }  // namespace bakeoff::cli

@@ -52,11 +52,20 @@ class ManualClock final : public Clock {
 // Converts a duration to floating-point milliseconds or seconds (for reports and JSON).
 inline double ToMillis(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
 inline double ToSeconds(Nanos d) { return static_cast<double>(d.count()) / 1e9; }
+// Seconds or milliseconds as Nanos. A value past what Nanos holds (about +-292 years) saturates
+// at Nanos::max() or Nanos::min(), and NaN gives 0: converting it as is would be undefined
+// behaviour. Inputs from users are refused long before (kMaxDurationSeconds).
 inline Nanos FromSeconds(double s) {
+  constexpr double kLimit = 9.2e9;  // seconds; just under INT64_MAX nanoseconds
+  if (!(s == s)) return Nanos(0);
+  if (s >= kLimit) return Nanos::max();
+  if (s <= -kLimit) return Nanos::min();
   return std::chrono::duration_cast<Nanos>(std::chrono::duration<double>(s));
 }
-inline Nanos FromMillis(double ms) {
-  return std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(ms));
-}
+inline Nanos FromMillis(double ms) { return FromSeconds(ms / 1e3); }
+
+// The longest duration bakeoff accepts from a user or derives from user input (a flag, a trace's
+// arrival times scaled, a schedule's last instant): about 3 years, far inside what Nanos holds.
+inline constexpr double kMaxDurationSeconds = 1e8;
 
 }  // namespace bakeoff

@@ -45,10 +45,13 @@ Status WriteFileAtomically(const std::filesystem::path& path, std::string_view c
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(temporary, "cannot open for writing");
   Status written = WriteAll(fd, content, temporary);
-  ::close(fd);
-  if (!written.ok()) return written;
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) return IoError(path, "rename failed");
-  return Ok{};
+  if (::close(fd) != 0 && written.ok()) written = IoError(temporary, "write failed");
+  if (written.ok() && std::rename(temporary.c_str(), path.c_str()) != 0) {
+    written = IoError(path, "cannot write there");
+  }
+  // A failed write leaves nothing behind: no half file, no .tmp.
+  if (!written.ok()) ::unlink(temporary.c_str());
+  return written;
 }
 
 Result<std::unique_ptr<LineWriter>> LineWriter::Open(const std::filesystem::path& path) {

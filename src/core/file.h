@@ -19,6 +19,7 @@ namespace bakeoff {
 Result<std::string> ReadFile(const std::filesystem::path& path);
 
 // Writes `content` to `path` through a temporary file and rename, so readers never see half.
+// On failure (full disk, `path` a folder) the temporary file is removed and `path` is untouched.
 Status WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
 
 class LineWriter {

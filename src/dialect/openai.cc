@@ -322,15 +322,35 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-// Parses `data` as a JSON object using a caller-owned padded copy, or says why not.
-Reason ParseObject(dom::parser& parser, std::string_view data, char* padded, dom::object& root) {
+// Replaces every byte that is not part of a valid UTF-8 sequence by '?', in place (same size).
+void ReplaceInvalidUtf8(char* data, std::size_t size) {
+  const std::string_view text(data, size);
+  for (std::size_t i = 0; i < size;) {
+    const std::size_t length = Utf8SequenceLength(text, i);
+    if (length == 0) {
+      data[i++] = '?';
+    } else {
+      i += length;
+    }
+  }
+}
+
+// Parses `data` as a JSON object using a caller-owned padded copy, or says why not. Text that is
+// not valid UTF-8 (an engine can cut a multi-byte character between two tokens) is parsed with
+// the bad bytes replaced by '?', and `invalid_utf8` says so: the token still counts.
+Reason ParseObject(dom::parser& parser, std::string_view data, char* padded, dom::object& root,
+                   bool* invalid_utf8 = nullptr) {
   if (!data.empty()) std::memcpy(padded, data.data(), data.size());
   std::memset(padded + data.size(), 0, simdjson::SIMDJSON_PADDING);
   dom::element element;
-  if (parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element) !=
-      simdjson::SUCCESS) {
-    return "not valid JSON";
+  simdjson::error_code parsed = parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element);
+  if (parsed == simdjson::UTF8_ERROR) {
+    ReplaceInvalidUtf8(padded, data.size());
+    if (invalid_utf8 != nullptr) *invalid_utf8 = true;
+    parsed = parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element);
   }
+  if (parsed == simdjson::DEPTH_ERROR) return "JSON nested deeper than the parser's limit";
+  if (parsed != simdjson::SUCCESS) return "not valid JSON";
   if (element.get_object().get(root) != simdjson::SUCCESS) return "not a JSON object";
   return nullptr;
 }
@@ -440,7 +460,8 @@ Result<StreamChunk> OpenAiStreamDecoder::Decode(std::string_view data) {
   }
   dom::object root;
   ParseScratch& scratch = ThreadParseScratch();
-  if (Reason reason = ParseObject(scratch.parser, data, scratch.PaddedBuffer(data.size()), root)) {
+  if (Reason reason = ParseObject(scratch.parser, data, scratch.PaddedBuffer(data.size()), root,
+                                  &chunk.invalid_utf8)) {
     return ProtocolError(reason, data);
   }
   BodyView body;
@@ -476,7 +497,10 @@ Result<CompletionResponse> DecodeCompletionResponse(std::string_view body) {
   dom::parser parser;
   const auto padded = std::make_unique<char[]>(body.size() + simdjson::SIMDJSON_PADDING);
   dom::object root;
-  if (Reason reason = ParseObject(parser, body, padded.get(), root)) return ProtocolError(reason, body);
+  bool invalid_utf8 = false;
+  if (Reason reason = ParseObject(parser, body, padded.get(), root, &invalid_utf8)) {
+    return ProtocolError(reason, body);
+  }
   BodyView view;
   if (Reason reason = ReadBody(root, view)) return ProtocolError(reason, body);
   if (std::optional<std::string> message = ErrorMessageOf(view.error)) {
@@ -488,6 +512,7 @@ Result<CompletionResponse> DecodeCompletionResponse(std::string_view body) {
   response.reasoning = std::string(view.choice.reasoning);
   response.finish_reason = std::string(view.choice.finish_reason);
   response.usage = view.usage;
+  response.invalid_utf8 = invalid_utf8;
   return response;
 }
 

@@ -74,6 +74,7 @@ struct StreamChunk {
   std::string_view finish_reason;  // "" when absent or null
   std::optional<std::string> error;  // message of an {"error": ...} object in the stream
                                      // (at most 1024 bytes, longer messages are cut)
+  bool invalid_utf8 = false;  // the payload had bytes that are not UTF-8; they read as '?'
 };
 
 class OpenAiStreamDecoder {
@@ -83,8 +84,10 @@ class OpenAiStreamDecoder {
   OpenAiStreamDecoder(const OpenAiStreamDecoder&) = delete;
   OpenAiStreamDecoder& operator=(const OpenAiStreamDecoder&) = delete;
 
-  // Decodes one `data:` payload (surrounding ASCII whitespace allowed). Returns a kProtocol error
-  // for bytes that are not JSON, JSON that is not an object, or a field bakeoff reads that has the
+  // Decodes one `data:` payload (surrounding ASCII whitespace allowed). Bytes that are not valid
+  // UTF-8 are read as '?' and flagged (StreamChunk::invalid_utf8), not refused: an engine may cut
+  // a character between two tokens. Returns a kProtocol error for bytes that are not JSON (JSON
+  // nested past the parser's depth limit is named as such), JSON that is not an object, or a field bakeoff reads that has the
   // wrong type (`choices` not an array, a choice not an object, text/content/reasoning/
   // finish_reason not a string or null, `usage` not an object or null, a token count not a
   // non-negative integer). The message quotes at most 200 bytes of the payload. Unknown fields and
@@ -105,6 +108,7 @@ struct CompletionResponse {
   std::string reasoning;
   std::string finish_reason;
   std::optional<Usage> usage;
+  bool invalid_utf8 = false;  // the body had bytes that are not UTF-8; they read as '?'
 };
 // Completions `choices[0].text` or chat `choices[0].message.content` (+ `reasoning_content` or
 // `reasoning`), index-0 choice only as for streams. Errors (kProtocol): not JSON, wrong field types

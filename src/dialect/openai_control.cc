@@ -35,18 +35,4 @@ Result<std::vector<ModelCard>> DecodeModelList(std::string_view body) {
   return models;
 }
 
-std::string EncodeTokenizeRequest(std::string_view model, std::string_view prompt) {
-  return nlohmann::json{{"model", model}, {"prompt", prompt}}.dump();
-}
-
-Result<std::uint64_t> DecodeTokenizeCount(std::string_view body) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return BadBody("/tokenize", "body is not JSON");
-  if (j.is_object() && j.contains("count") && j["count"].is_number_unsigned()) {
-    return j["count"].get<std::uint64_t>();
-  }
-  if (j.is_object() && j.contains("tokens") && j["tokens"].is_array()) return j["tokens"].size();
-  return BadBody("/tokenize", "no \"count\" or \"tokens\"");
-}
-
 }  // namespace bakeoff::dialect

@@ -1,8 +1,7 @@
 // dialect/openai_control.h
 //
 // Owns: the small control calls around an OpenAI-compatible server that are not measured:
-// listing models (GET /v1/models) and counting tokens (POST /tokenize, vLLM's and the emulated
-// engine's shape: {"model", "prompt"} -> {"count": N, ...}).
+// listing models (GET /v1/models). Token counting is dialect/tokenize.h.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -28,8 +27,5 @@ Result<std::vector<ModelCard>> DecodeModelList(std::string_view body);
 
 // The owned_by value the emulated engine reports; any model carrying it is emulated.
 inline constexpr std::string_view kEmulatedOwner = "bakeoff-emulated";
-
-std::string EncodeTokenizeRequest(std::string_view model, std::string_view prompt);
-Result<std::uint64_t> DecodeTokenizeCount(std::string_view body);
 
 }  // namespace bakeoff::dialect

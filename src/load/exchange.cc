@@ -31,8 +31,8 @@ Outcome OutcomeForTransport(net::TransportEnd end) {
 
 }  // namespace
 
-Exchange::Exchange(bool streaming, DoneCallback done)
-    : streaming_(streaming), done_(std::move(done)) {}
+Exchange::Exchange(bool streaming, std::string secret, DoneCallback done)
+    : streaming_(streaming), secret_(std::move(secret)), done_(std::move(done)) {}
 
 void Exchange::Begin(measure::RequestRecord record, bool keep_answer_text) {
   record_ = std::move(record);
@@ -95,6 +95,7 @@ Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
     return Ok{};
   }
   if (chunk.error && stream_error_.empty()) stream_error_ = *chunk.error;
+  if (chunk.invalid_utf8) record_.invalid_utf8 = true;
   if (chunk.has_choices && !record_.first_chunk) record_.first_chunk = at;
   if (keep_answer_text_) answer_text_.append(chunk.content);
   if (!chunk.content.empty() || !chunk.reasoning.empty()) {
@@ -144,6 +145,7 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
     if (!r.content.empty()) record_.first_answer_token = at;
     if (keep_answer_text_) answer_text_ = r.content;
     record_.finish_reason = r.finish_reason;
+    record_.invalid_utf8 = r.invalid_utf8;
     if (r.usage) {
       record_.usage_prompt_tokens = r.usage->prompt_tokens;
       record_.usage_completion_tokens = r.usage->completion_tokens;
@@ -165,7 +167,8 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
 
 void Exchange::Finish(measure::Outcome outcome, std::string error) {
   record_.outcome = outcome;
-  record_.error = std::move(error);
+  // Servers echo credentials in error bodies; none reaches records.jsonl, summary.json or stdout.
+  record_.error = net::RedactSecret(std::move(error), secret_);
   done_(*this);
 }
 

@@ -23,7 +23,8 @@ class Exchange final : public net::ResponseHandler {
   // Called once, from OnEnd, with the finished record. The Exchange may be reused afterwards.
   using DoneCallback = std::function<void(Exchange&)>;
 
-  Exchange(bool streaming, DoneCallback done);
+  // `secret` (the bearer token, may be empty) is redacted from the error text of every record.
+  Exchange(bool streaming, std::string secret, DoneCallback done);
 
   // Prepares for a new request whose record fields (id, intended_send, ...) are already set.
   // With `keep_answer_text`, the generated answer text is collected (for session replay, where
@@ -43,6 +44,7 @@ class Exchange final : public net::ResponseHandler {
   void Finish(measure::Outcome outcome, std::string error);
 
   bool streaming_;
+  std::string secret_;
   DoneCallback done_;
   measure::RequestRecord record_;
   net::SseDecoder sse_;

@@ -54,6 +54,7 @@ std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const
           break;
       }
     }
+    if (at_s > kMaxDurationSeconds) break;  // not representable as an instant (see plan.h)
     const bool warmup = at_s < warmup_s || k < limits.warmup_requests;
     if (!warmup) {
       if (at_s >= end_s) break;
@@ -92,6 +93,7 @@ TracePlan BuildTracePlan(const workload::Trace& trace, double time_scale, const 
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (follow_up[i]) continue;
     const double at_s = requests[i].arrival_s * time_scale;
+    if (!(at_s <= kMaxDurationSeconds)) break;  // not representable as an instant (see plan.h)
     const bool warmup = at_s < warmup_s || index < limits.warmup_requests;
     if (!warmup) {
       if (at_s >= end_s) break;

@@ -49,7 +49,9 @@ struct PlannedSend {
 };
 
 // Open-loop schedule for one step. REQUIRES: shape.rate_per_s > 0, burstiness > 0, and a limit
-// set in `limits`. The process is deterministic for `seed`.
+// set in `limits`. The process is deterministic for `seed`. Planning stops at an offset past
+// kMaxDurationSeconds (core/clock.h), which no instant could hold; callers refuse inputs that
+// would get there (cli/load_flags.h), so a plan is never cut short in practice.
 std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const StepLimits& limits,
                                                std::uint64_t seed);
 
@@ -62,7 +64,8 @@ struct TracePlan {
   std::vector<PlannedSend> schedule;
   std::vector<std::int64_t> next_turn;
 };
-// REQUIRES: trace.requests sorted by arrival; time_scale > 0.
+// REQUIRES: trace.requests sorted by arrival; time_scale > 0. Stops, as the open loop does, at a
+// scaled arrival past kMaxDurationSeconds.
 TracePlan BuildTracePlan(const workload::Trace& trace, double time_scale, const StepLimits& limits);
 
 // Walks one worker's share of a schedule (entries first, first + stride, ...) in time order.

@@ -57,6 +57,11 @@ std::uint32_t WordsForTokens(std::uint32_t tokens, double words_per_token) {
       std::max(1.0, std::round(static_cast<double>(tokens) * words_per_token)));
 }
 
+std::uint32_t PromptWords(std::uint32_t tokens, const PromptSizing& sizing) {
+  const double content = std::max(1.0, static_cast<double>(tokens) - sizing.overhead_tokens);
+  return WordsForTokens(static_cast<std::uint32_t>(std::round(content)), sizing.words_per_token);
+}
+
 PromptText::PromptText() {
   std::size_t i = 0;
   while (i < kCorpus.size()) {

@@ -21,6 +21,17 @@ namespace bakeoff::load {
 // `words_per_token` words per token (1 for the emulated engine). At least 1.
 std::uint32_t WordsForTokens(std::uint32_t tokens, double words_per_token);
 
+// How a server counts prompt text, as measured by target/prompt_calibration.h: its tokenizer's
+// words per token, and the tokens it adds to every prompt of its own (chat template, BOS).
+struct PromptSizing {
+  double words_per_token = 1.0;
+  double overhead_tokens = 0;
+};
+
+// Words of corpus text for a prompt the server should count as `tokens` in all: the overhead
+// is taken off first. At least 1.
+std::uint32_t PromptWords(std::uint32_t tokens, const PromptSizing& sizing);
+
 class PromptText {
  public:
   PromptText();

@@ -18,7 +18,7 @@ std::uint64_t RequestSeed(std::uint64_t run_seed, std::uint32_t step, std::uint6
 dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const PromptText& prompts,
                                                  std::uint32_t step, std::uint64_t id) {
   dialect::GenerationRequest request = run.target.request;
-  request.prompt = prompts.Build(WordsForTokens(run.shape.prompt_tokens, run.target.words_per_token),
+  request.prompt = prompts.Build(PromptWords(run.shape.prompt_tokens, run.target.prompt_sizing),
                                  RequestSeed(run.seed, step, id));
   request.max_tokens = run.shape.output_tokens;
   return request;
@@ -28,7 +28,7 @@ dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload:
                                              const PromptText& prompts, std::uint32_t step,
                                              std::size_t item, History history) {
   const workload::TraceRequest& source = trace.requests[item];
-  TracePrompt text = BuildTracePrompt(prompts, source, trace.block_tokens, run.target.words_per_token,
+  TracePrompt text = BuildTracePrompt(prompts, source, trace.block_tokens, run.target.prompt_sizing,
                                       RequestSeed(run.seed, step, item));
   dialect::GenerationRequest request = run.target.request;
   request.system = std::move(text.system);

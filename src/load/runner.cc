@@ -2,9 +2,12 @@
 
 #include <time.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -46,6 +49,41 @@ struct StepContext {
   std::atomic<std::uint64_t> closed_loop_next_id{0};  // closed loop: ids handed out so far
   std::atomic<std::uint64_t> closed_loop_measured{0};
   std::atomic<std::uint64_t> session_turns_skipped{0};
+
+  // Whether the server can be reached, across the step's workers.
+  std::mutex reachability_mutex;
+  std::uint64_t connection_failures_in_a_row = 0;  // GUARDED_BY(reachability_mutex)
+  std::optional<MonoTime> failing_since;           // GUARDED_BY(reachability_mutex)
+  std::string stopped_reason;                      // GUARDED_BY(reachability_mutex)
+  std::atomic<bool> step_stopped{false};
+
+  // Notes whether `record` reached the server; stops the step when none has for too long.
+  void NoteReachability(const RequestRecord& record, MonoTime now) {
+    std::lock_guard lock(reachability_mutex);
+    if (!FailedToConnect(record)) {
+      connection_failures_in_a_row = 0;
+      failing_since.reset();
+      return;
+    }
+    if (connection_failures_in_a_row++ == 0) failing_since = now;
+    if (step_stopped.load() || connection_failures_in_a_row < kUnreachableMinFailures ||
+        now - *failing_since < run->unreachable_timeout) {
+      return;
+    }
+    stopped_reason = fmt::format(
+        "stopped: the server could not be reached for {:.1f} s ({} requests in a row failed to "
+        "connect; last: {})",
+        ToSeconds(now - *failing_since), connection_failures_in_a_row, record.error);
+    step_stopped.store(true);
+  }
+
+  // A request that never got a connection to the server, or lost a fresh one before any byte
+  // came back: the server is down, not slow.
+  static bool FailedToConnect(const RequestRecord& r) {
+    if (r.outcome == Outcome::kConnectFailed) return true;
+    if (r.outcome == Outcome::kTimeout) return !r.connected;
+    return r.outcome == Outcome::kReset && !r.connection_reused && !r.headers_received;
+  }
 };
 
 // A request built and encoded, waiting for its send instant.
@@ -82,6 +120,8 @@ class Worker {
   std::vector<RequestRecord>& records() { return records_; }
   std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
   double cpu_share() const { return cpu_share_; }
+  std::uint64_t backoff_waits() const { return backoff_waits_; }
+  Nanos backoff_total() const { return backoff_total_; }
 
  private:
   bool trace_mode() const { return context_.step->mode == LoopMode::kTrace; }
@@ -228,8 +268,9 @@ class Worker {
       idle_exchanges_.pop_back();
       return exchange;
     }
-    exchanges_.push_back(std::make_unique<Exchange>(
-        context_.run->target.request.stream, [this](Exchange& done) { OnExchangeDone(done); }));
+    exchanges_.push_back(std::make_unique<Exchange>(context_.run->target.request.stream,
+                                                    context_.run->target.client.bearer_token,
+                                                    [this](Exchange& done) { OnExchangeDone(done); }));
     return exchanges_.back().get();
   }
 
@@ -240,10 +281,27 @@ class Worker {
     progress.finished.fetch_add(1, std::memory_order_relaxed);
     progress.tokens.fetch_add(record.OutputTokens(), std::memory_order_relaxed);
     if (record.outcome != Outcome::kOk) progress.failed.fetch_add(1, std::memory_order_relaxed);
+    context_.NoteReachability(record, RealClock().Now());
+    const bool connection_failed = StepContext::FailedToConnect(record);
     if (trace_mode()) ContinueSession(record, exchange.answer_text());
     records_.push_back(std::move(record));
     idle_exchanges_.push_back(&exchange);
     --in_flight_;
+    if (context_.step->mode == LoopMode::kClosed && connection_failed) {
+      // Back off before this slot's next request, doubling while the failures go on.
+      const Nanos wait = std::min<Nanos>(kLongestBackoff, kFirstBackoff * (1LL << std::min(connection_failures_, 20)));
+      ++connection_failures_;
+      ++backoff_waits_;
+      backoff_total_ += wait;
+      ++pending_backoffs_;
+      loop_.RunAt(RealClock().Now() + wait, [this] {
+        --pending_backoffs_;
+        SendClosedLoop();
+        MaybeFinish();
+      });
+      return;
+    }
+    if (!connection_failed) connection_failures_ = 0;
     // The HTTP client may still be inside its own callback; continue from a fresh stack frame.
     loop_.Post([this] {
       if (context_.step->mode == LoopMode::kClosed) SendClosedLoop();
@@ -284,7 +342,7 @@ class Worker {
 
   bool SendingDone() const {
     if (stopping_) return true;
-    if (context_.step->mode == LoopMode::kClosed) return closed_loop_done_;
+    if (context_.step->mode == LoopMode::kClosed) return closed_loop_done_ && pending_backoffs_ == 0;
     return cursor_ && cursor_->done() && pending_turns_ == 0;
   }
 
@@ -292,7 +350,8 @@ class Worker {
     loop_.RunAt(at, [this, at] {
       const MonoTime now = RealClock().Now();
       loop_lag_ms_.push_back(ToMillis(now - at));
-      if (context_.stop->load(std::memory_order_relaxed) && !stopping_) {
+      if ((context_.stop->load(std::memory_order_relaxed) || context_.step_stopped.load()) &&
+          !stopping_) {
         stopping_ = true;
         client_.Shutdown();
       }
@@ -329,6 +388,10 @@ class Worker {
   std::unordered_map<std::uint64_t, History> conversations_;  // by id of the turn in flight
   std::size_t in_flight_ = 0;
   std::size_t pending_turns_ = 0;  // session turns waiting out their think time
+  std::size_t pending_backoffs_ = 0;  // closed-loop slots waiting out a back-off
+  int connection_failures_ = 0;       // in a row on this worker (sets the back-off)
+  std::uint64_t backoff_waits_ = 0;
+  Nanos backoff_total_{0};
   std::optional<MonoTime> drain_deadline_;
   bool closed_loop_done_ = false;
   bool stopping_ = false;
@@ -342,7 +405,9 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
   BAKEOFF_CHECK(spec.workers >= 1);
   const PromptText prompts;
   std::vector<StepResult> results;
-  for (std::size_t s = 0; s < spec.steps.size() && !stop.load(); ++s) {
+  for (std::size_t s = 0; s < spec.steps.size() && !stop.load() &&
+                          (results.empty() || results.back().stopped_reason.empty());
+       ++s) {
     const StepSpec& step = spec.steps[s];
     std::vector<PlannedSend> schedule;
     TracePlan trace_plan;
@@ -391,6 +456,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     result.planned = schedule.size();
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
+    result.stopped_reason = context.stopped_reason;
     for (auto& worker : workers) {
       auto& records = worker->records();
       result.records.insert(result.records.end(), std::make_move_iterator(records.begin()),
@@ -398,6 +464,8 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
       auto& lag = worker->loop_lag_ms();
       result.loop_lag_ms.insert(result.loop_lag_ms.end(), lag.begin(), lag.end());
       result.busiest_worker_cpu = std::max(result.busiest_worker_cpu, worker->cpu_share());
+      result.backoff_waits += worker->backoff_waits();
+      result.backoff_total += worker->backoff_total();
     }
     std::sort(result.records.begin(), result.records.end(),
               [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });

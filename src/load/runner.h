@@ -10,7 +10,8 @@
 //
 // Thread-safety: RunLoad blocks the calling thread; the RecordSink is called from worker threads
 // concurrently. `stop` may be set from any thread (a SIGINT watcher) to end the run early: in-flight
-// requests are cancelled and recorded as such.
+// requests are cancelled and recorded as such. A server that cannot be reached stops a step the
+// same way (RunSpec::unreachable_timeout), and closed-loop slots back off after connection failures.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,7 @@
 
 #include "dialect/openai.h"
 #include "load/plan.h"
+#include "load/prompt_text.h"
 #include "measure/record.h"
 #include "net/http_client.h"
 #include "workload/trace.h"
@@ -31,7 +33,7 @@ struct TargetSpec {
   net::Endpoint endpoint;
   net::ClientOptions client;
   dialect::GenerationRequest request;  // template: api, model, stream, sampling; prompt filled per request
-  double words_per_token = 1.0;        // measured through the server's tokenizer when it has one
+  PromptSizing prompt_sizing;          // measured through the server (target/prompt_calibration.h)
 };
 
 struct RequestShape {
@@ -59,6 +61,9 @@ struct RunSpec {
   std::uint32_t workers = 1;
   std::uint64_t seed = 1;
   Nanos drain_timeout = std::chrono::seconds(60);  // after the last send, then cancel the rest
+  // A step stops (and the run with it) when requests have failed to reach the server for this
+  // long, with at least kUnreachableMinFailures failures and no success in between.
+  Nanos unreachable_timeout = std::chrono::seconds(10);
   Nanos start_lead = std::chrono::milliseconds(50);  // t0 = now + lead, so workers start together
 };
 
@@ -69,6 +74,14 @@ class RecordSink {
   virtual void Write(const measure::RequestRecord& record, MonoTime t0) = 0;
 };
 
+// Connection failures in a row (no success between) before a step may be judged unreachable.
+inline constexpr std::uint64_t kUnreachableMinFailures = 3;
+// Closed loop: after a connection failure a slot waits before its next request, doubling from
+// the first wait up to the longest, so a dead server is not hammered (and records.jsonl not
+// flooded). A success resets the wait.
+inline constexpr Nanos kFirstBackoff = std::chrono::milliseconds(10);
+inline constexpr Nanos kLongestBackoff = std::chrono::milliseconds(500);
+
 struct StepResult {
   StepSpec spec;
   MonoTime t0;                      // the step's start; schedule offsets are relative to it
@@ -78,6 +91,9 @@ struct StepResult {
   std::uint64_t planned = 0;        // requests the plan held (open loop)
   bool interrupted = false;         // `stop` was set during this step
   std::uint64_t session_turns_skipped = 0;  // trace replay: turns not sent after a failed turn
+  std::string stopped_reason;       // non-empty: the step was stopped early (the server was gone)
+  std::uint64_t backoff_waits = 0;  // closed loop: sends delayed after connection failures
+  Nanos backoff_total{0};           // their total delay
 };
 
 // Live counters for a progress display (read with relaxed loads from any thread).
@@ -88,8 +104,9 @@ struct Progress {
   std::atomic<std::uint64_t> tokens{0};
 };
 
-// Runs every step in order (stopping early when `stop` is set). `on_tick` is called on the calling
-// thread about four times a second with the current step's index and its live counters.
+// Runs every step in order (stopping early when `stop` is set, or after a step that found the
+// server unreachable). `on_tick` is called on the calling thread about four times a second with
+// the current step's index and its live counters.
 std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std::atomic<bool>& stop,
                                 const std::function<void(std::size_t, const Progress&)>& on_tick);
 

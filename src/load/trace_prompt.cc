@@ -1,6 +1,7 @@
 #include "load/trace_prompt.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/rng.h"
 
@@ -24,7 +25,8 @@ void AppendWords(std::string& out, const PromptText& text, std::uint32_t tokens,
 }  // namespace
 
 TracePrompt BuildTracePrompt(const PromptText& text, const workload::TraceRequest& request,
-                             std::uint32_t block_tokens, double words_per_token, std::uint64_t seed) {
+                             std::uint32_t block_tokens, const PromptSizing& sizing, std::uint64_t seed) {
+  const double words_per_token = sizing.words_per_token;
   TracePrompt out;
   if (!request.messages.empty()) {
     // The last user message is the new turn; everything before it is history.
@@ -59,7 +61,10 @@ TracePrompt BuildTracePrompt(const PromptText& text, const workload::TraceReques
       remaining -= tokens;
     }
   }
-  AppendWords(out.prompt, text, remaining, words_per_token, seed);
+  // The server's own tokens (chat template, BOS) come off the part that is not a shared prefix.
+  const auto overhead = static_cast<std::uint32_t>(std::max(0.0, std::round(sizing.overhead_tokens)));
+  AppendWords(out.prompt, text, remaining > overhead ? remaining - overhead : std::min(remaining, 1u),
+              words_per_token, seed);
   if (out.prompt.empty()) out.prompt = text.Build(1, seed);
   return out;
 }

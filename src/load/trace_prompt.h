@@ -28,6 +28,6 @@ struct TracePrompt {
 
 // `seed` makes the non-shared part of the text unique per request.
 TracePrompt BuildTracePrompt(const PromptText& text, const workload::TraceRequest& request,
-                             std::uint32_t block_tokens, double words_per_token, std::uint64_t seed);
+                             std::uint32_t block_tokens, const PromptSizing& sizing, std::uint64_t seed);
 
 }  // namespace bakeoff::load

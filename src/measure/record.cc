@@ -72,6 +72,7 @@ std::string RecordToJsonLine(const RequestRecord& r, MonoTime t0) {
   AppendOptional(out, "usage_cached_tokens", r.usage_cached_tokens);
   fmt::format_to(it, ",\"counted_tokens\":{},\"output_tokens\":{},\"output_tokens_estimated\":{}",
                  r.counted_tokens, r.OutputTokens(), r.OutputTokensEstimated());
+  if (r.invalid_utf8) out.append(",\"invalid_utf8\":true");
   if (!r.finish_reason.empty()) {
     out.append(",\"finish_reason\":");
     AppendJsonString(out, r.finish_reason);

@@ -66,6 +66,7 @@ struct RequestRecord {
   std::vector<TokenEvent> token_events;
 
   bool connection_reused = false;
+  bool invalid_utf8 = false;  // some generated text was not valid UTF-8 (counted all the same)
   std::uint32_t prompt_tokens_planned = 0;
   std::uint32_t max_tokens = 0;
   std::optional<std::uint64_t> usage_prompt_tokens;      // server usage report

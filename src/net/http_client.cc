@@ -1009,7 +1009,22 @@ Result<FetchedResponse> Fetch(const Endpoint& endpoint, HttpRequest request,
     return MakeError(ErrorCodeFor(handler.end),
                      what + ": " + TransportEndName(handler.end) + ": " + handler.detail);
   }
-  return std::move(handler.response);
+  FetchedResponse response = std::move(handler.response);
+  response.body = RedactSecret(std::move(response.body), options.bearer_token);
+  for (auto& [name, value] : response.head.headers) {
+    value = RedactSecret(std::move(value), options.bearer_token);
+  }
+  return response;
+}
+
+std::string RedactSecret(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  constexpr std::string_view kRedacted = "[REDACTED]";
+  for (std::size_t at = text.find(secret); at != std::string::npos;
+       at = text.find(secret, at + kRedacted.size())) {
+    text.replace(at, secret.size(), kRedacted);
+  }
+  return text;
 }
 
 }  // namespace bakeoff::net

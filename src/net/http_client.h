@@ -146,8 +146,13 @@ struct FetchedResponse {
   std::string body;
 };
 
-// Blocking request on a private event loop. Errors name the endpoint and path.
+// Blocking request on a private event loop. Errors name the endpoint and path. The bearer token
+// is redacted from the body and headers returned (a server may echo it in an error).
 Result<FetchedResponse> Fetch(const Endpoint& endpoint, HttpRequest request,
                               const ClientOptions& options);
+
+// `text` with every occurrence of `secret` replaced by "[REDACTED]"; unchanged when `secret` is
+// empty. For any response text that is recorded or printed, since servers echo credentials.
+std::string RedactSecret(std::string text, std::string_view secret);
 
 }  // namespace bakeoff::net

@@ -1503,7 +1503,8 @@ Result<ImportReport> ImportTraceFile(const std::filesystem::path& path, const Im
   const std::string name = path.string();
   std::FILE* file = std::fopen(name.c_str(), "rb");
   if (file == nullptr) {
-    return MakeError(ErrorCode::kIo, fmt::format("{}: cannot open: {}", name, std::strerror(errno)));
+    // The file the user named is missing or unreadable: their input is wrong (exit 2 everywhere).
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: cannot open: {}", name, std::strerror(errno)));
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
   char head[4096];

@@ -110,10 +110,17 @@ Status WriteTraceJsonl(const Trace& trace, const std::filesystem::path& path) {
   }
   ok = ok && std::fwrite(buffer.data(), 1, buffer.size(), file) == buffer.size();
   ok = (std::fclose(closer.release()) == 0) && ok;
-  if (!ok) return MakeError(ErrorCode::kIo, fmt::format("{}: write failed", temp.string()));
   std::error_code ec;
+  if (!ok) {
+    std::filesystem::remove(temp, ec);
+    return MakeError(ErrorCode::kIo, fmt::format("{}: write failed", temp.string()));
+  }
   std::filesystem::rename(temp, path, ec);
-  if (ec) return MakeError(ErrorCode::kIo, fmt::format("{}: rename failed: {}", path.string(), ec.message()));
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(temp, ec);
+    return MakeError(ErrorCode::kIo, fmt::format("{}: cannot write there: {}", path.string(), why));
+  }
   return Ok{};
 }
 

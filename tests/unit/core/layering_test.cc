@@ -24,9 +24,10 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"workload", {"core", "stats", "workload"}},
     {"measure", {"core", "stats", "measure"}},
     {"load", {"core", "stats", "net", "dialect", "workload", "measure", "load"}},
-    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "emulate", "analyze"}},
+    {"target", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target"}},
+    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze"}},
     {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
-    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze", "emulate", "cli"}},
+    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "analyze", "emulate", "cli"}},
 };
 
 // Files allowed to include Boost (Asio/Beast): they are the only slow translation units.

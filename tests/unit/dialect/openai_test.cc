@@ -535,7 +535,6 @@ TEST(OpenAiStreamTest, MalformedPayloadsAreProtocolErrors) {
       R"(["choices"])",
       R"("[DONE]")",
       "42",
-      "{\"choices\":[{\"text\":\"\xC3\x28\"}]}",  // invalid UTF-8 inside a string
   };
   for (const char* payload : bad) {
     const Error error = MustFail(payload);
@@ -685,6 +684,36 @@ TEST(OpenAiEncodeHistoryTest, EarlierTurnsComeBetweenSystemAndTheNewUserTurn) {
   EXPECT_EQ(j["messages"][2]["content"], "hello \"there\"");
   EXPECT_EQ(j["messages"][3]["role"], "user");
   EXPECT_EQ(j["messages"][3]["content"], "and now?");
+}
+
+// An engine may cut a multi-byte character between two tokens: the token still counts, its bad
+// bytes read as '?', and the chunk says so.
+TEST(OpenAiStreamDecoderTest, InvalidUtf8InTokenTextIsCountedAndFlagged) {
+  OpenAiStreamDecoder decoder;
+  const std::string payload = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ab\xE2\x82\"}}]}";
+  const Result<StreamChunk> chunk = decoder.Decode(payload);
+  ASSERT_TRUE(chunk.ok()) << chunk.error().message;
+  EXPECT_TRUE(chunk->invalid_utf8);
+  EXPECT_EQ(chunk->content, "ab??");
+  const Result<StreamChunk> clean = decoder.Decode(R"({"choices":[{"index":0,"delta":{"content":"é"}}]})");
+  ASSERT_TRUE(clean.ok());
+  EXPECT_FALSE(clean->invalid_utf8);
+  const Result<CompletionResponse> whole = DecodeCompletionResponse(
+      "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"\xFF ok\"}}]}");
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_TRUE(whole->invalid_utf8);
+  EXPECT_EQ(whole->content, "? ok");
+}
+
+TEST(OpenAiStreamDecoderTest, TooDeepJsonIsNamedAsSuch) {
+  OpenAiStreamDecoder decoder;
+  std::string deep = "{\"x\":";
+  for (int i = 0; i < 2000; ++i) deep += "[";
+  for (int i = 0; i < 2000; ++i) deep += "]";
+  deep += "}";
+  const Result<StreamChunk> chunk = decoder.Decode(deep);
+  ASSERT_FALSE(chunk.ok());
+  EXPECT_NE(chunk.error().message.find("nested deeper"), std::string::npos) << chunk.error().message;
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+// cli/stop_signals.cc: SIGINT and SIGTERM as a clean stop (contract in stop_signals.h).
+#include "cli/stop_signals.h"
+
+#include <csignal>
+
+namespace bakeoff::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+
+extern "C" void OnStopSignal(int signal_number) {
+  if (g_stop.exchange(true)) {
+    // The second signal: the user wants out now.
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+    return;
+  }
+  g_signal.store(signal_number);
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_stop.store(false);
+  g_signal.store(0);
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+}
+
+StopSignals::~StopSignals() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+const std::atomic<bool>& StopSignals::flag() const { return g_stop; }
+
+int StopSignals::ExitCode() const {
+  const int signal_number = g_signal.load();
+  return 128 + (signal_number == 0 ? SIGINT : signal_number);
+}
+
+}  // namespace bakeoff::cli

@@ -1,0 +1,72 @@
+// tests/support/bakeoff_process.cc: the bakeoff binary as a child process (contract in the header).
+#include "support/bakeoff_process.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace bakeoff::testing {
+
+Finished RunBakeoff(const std::vector<std::string>& args, const ProcessOptions& options) {
+#ifndef BAKEOFF_BINARY
+#error "tests that run the binary define BAKEOFF_BINARY"
+#endif
+  using Clock = std::chrono::steady_clock;
+  static int run_number = 0;
+  const auto output_path = std::filesystem::temp_directory_path() /
+                           ("bakeoff_process_" + std::to_string(::getpid()) + "_" +
+                            std::to_string(run_number++) + ".txt");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    // Nothing else of the test process (an in-process server's listening socket, above all) may
+    // live on in the child: a listener kept open there would queue connections nobody accepts.
+    ::close_range(3, ~0U, 0);
+    for (const auto& [name, value] : options.env) ::setenv(name.c_str(), value.c_str(), 1);
+    if (options.file_size_limit_bytes) {
+      // Past the limit write(2) fails with EFBIG, as on a full disk, instead of killing the child.
+      std::signal(SIGXFSZ, SIG_IGN);
+      const rlimit limit{static_cast<rlim_t>(*options.file_size_limit_bytes),
+                         static_cast<rlim_t>(*options.file_size_limit_bytes)};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    std::vector<char*> argv;
+    std::string binary = BAKEOFF_BINARY;
+    argv.push_back(binary.data());
+    std::vector<std::string> copies = args;
+    for (auto& a : copies) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  const auto start = Clock::now();
+  bool signalled = false;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (options.signal_after && !signalled && Clock::now() - start > *options.signal_after) {
+      ::kill(pid, options.signal);
+      signalled = true;
+    }
+    if (Clock::now() - start > options.kill_after) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Finished finished;
+  finished.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(output_path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  finished.output = text.str();
+  std::filesystem::remove(output_path);
+  return finished;
+}
+
+}  // namespace bakeoff::testing
