@@ -165,6 +165,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   JsonlRecordSink sink(*writer.value());
 
   const std::string started = IsoTimeNow();
+  config.run.slo = config.slo.RequestThresholds();
   std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, on_tick);
   outcome.interrupted = stop.load();
 

@@ -1,10 +1,13 @@
 // analyze/step_analysis.h
 //
-// Owns: every aggregate figure of one load step, computed from its raw records: latency
-// summaries (bakeoff's own definitions, docs/TERMINOLOGY.md), the same figures under the vLLM,
-// AIPerf and GuideLLM conventions, throughput, outcome breakdown, SLO attainment and goodput,
-// and the generator-limited verdict. Only measurement-phase requests count; warm-up requests are
-// counted separately and otherwise ignored.
+// Owns: every aggregate figure of one load step, computed from the step's merged
+// measure::StepRecorder (counts, totals and one quantile sketch per figure; the raw records are
+// on disk, not in memory): latency summaries (bakeoff's own definitions, docs/TERMINOLOGY.md),
+// the same figures under the vLLM, AIPerf and GuideLLM conventions, throughput, outcome
+// breakdown, SLO attainment and goodput, and the generator-limited verdict. Only
+// measurement-phase requests count; warm-up requests are counted separately and otherwise
+// ignored. A summary's percentiles are exact up to the sketch's cap and approximate past it, with
+// a stated bound (stats/sketch.h); summary.json says which.
 // Does not own: formatting (cli/ prints the table; summary.json is written by ToJson here as
 // the contract documented in docs/formats/summary.md).
 //
@@ -88,6 +91,8 @@ struct StepAnalysis {
   ConventionFigures guidellm;
 };
 
+// REQUIRES: step.recorder was fed slo.RequestThresholds() (RunSpec::slo), so its good-request
+// count is the one `slo` defines.
 StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo);
 
 // The step as it appears in summary.json.

@@ -65,7 +65,8 @@ class Worker {
  public:
   Worker(StepContext& context, std::uint32_t index, std::uint32_t count)
       : context_(context), index_(index), count_(count),
-        client_(loop_, context.run->target.endpoint, context.run->target.client) {}
+        client_(loop_, context.run->target.endpoint, context.run->target.client),
+        recorder_(context.run->slo) {}
 
   void Run() {
     const MonoTime wall_start = RealClock().Now();
@@ -79,8 +80,7 @@ class Worker {
     }
   }
 
-  std::vector<RequestRecord>& records() { return records_; }
-  std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
+  const measure::StepRecorder& recorder() const { return recorder_; }
   double cpu_share() const { return cpu_share_; }
 
  private:
@@ -241,7 +241,7 @@ class Worker {
     progress.tokens.fetch_add(record.OutputTokens(), std::memory_order_relaxed);
     if (record.outcome != Outcome::kOk) progress.failed.fetch_add(1, std::memory_order_relaxed);
     if (trace_mode()) ContinueSession(record, exchange.answer_text());
-    records_.push_back(std::move(record));
+    recorder_.Add(record);
     idle_exchanges_.push_back(&exchange);
     --in_flight_;
     // The HTTP client may still be inside its own callback; continue from a fresh stack frame.
@@ -291,7 +291,7 @@ class Worker {
   void ScheduleTick(MonoTime at) {
     loop_.RunAt(at, [this, at] {
       const MonoTime now = RealClock().Now();
-      loop_lag_ms_.push_back(ToMillis(now - at));
+      recorder_.AddLoopLag(ToMillis(now - at));
       if (context_.stop->load(std::memory_order_relaxed) && !stopping_) {
         stopping_ = true;
         client_.Shutdown();
@@ -320,8 +320,7 @@ class Worker {
   net::HttpClient client_;
   std::vector<std::unique_ptr<Exchange>> exchanges_;
   std::vector<Exchange*> idle_exchanges_;
-  std::vector<RequestRecord> records_;
-  std::vector<double> loop_lag_ms_;
+  measure::StepRecorder recorder_;
   double cpu_share_ = 0;
   std::optional<ScheduleCursor> cursor_;     // open loop and trace replay: the next send
   std::optional<ScheduleCursor> lookahead_;  // the next send not yet prepared
@@ -391,16 +390,11 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     result.planned = schedule.size();
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
+    result.recorder = measure::StepRecorder(spec.slo);
     for (auto& worker : workers) {
-      auto& records = worker->records();
-      result.records.insert(result.records.end(), std::make_move_iterator(records.begin()),
-                            std::make_move_iterator(records.end()));
-      auto& lag = worker->loop_lag_ms();
-      result.loop_lag_ms.insert(result.loop_lag_ms.end(), lag.begin(), lag.end());
+      result.recorder.Merge(worker->recorder());
       result.busiest_worker_cpu = std::max(result.busiest_worker_cpu, worker->cpu_share());
     }
-    std::sort(result.records.begin(), result.records.end(),
-              [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
     results.push_back(std::move(result));
   }
   return results;
