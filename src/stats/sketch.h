@@ -11,10 +11,10 @@
 // bit-identical to stats::Summarize of the same samples. Past it, each percentile and each of its
 // confidence bounds is the order statistic at the same rank as stats/quantile.cc computes it,
 // read from the histogram: the midpoint of the bucket holding that rank, clamped to [min, max].
-// Precision: a bucket spans [L, L * (1 + 1/128)) with L a power of two times (1 + k/128), so the
-// midpoint is within kMaxRelativeError = 1/256 (0.39%) of every value in the bucket, relative to
-// that value: |reported - x(r)| <= |x(r)| / 256. The Summary says which case applies
-// (percentiles_exact, percentile_max_relative_error).
+// Precision: a bucket spans [L, L + 2^e/128) with L = 2^e * (1 + k/128), k in 0..127, so its
+// midpoint is within half a bucket, at most L/256, of every value in it: within
+// kMaxRelativeError = 1/256 (0.39%) relative to that value, |reported - x(r)| <= |x(r)| / 256.
+// The Summary says which case applies (percentiles_exact, percentile_max_relative_error).
 // Values: 0 has its own bucket (read back as exactly 0); negative values (latencies never have
 // them, but a clock step or a bug must not crash the run) go into a mirrored histogram and keep
 // the same relative bound; subnormal magnitudes (below 2.2e-308) are binned linearly, so for them
