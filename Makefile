@@ -75,8 +75,9 @@ bench-deps: deps
 	if [ -n "$$want" ]; then apt-get install -y -qq --no-install-recommends $$want || \
 	  echo "make bench-deps: $$want not installed; its figures are skipped" >&2; fi
 
-# Micro-benchmarks, loopback macro-benchmarks, workload import and the emulated engine's simulator
-# and server; rewrites docs/BENCHMARKS.md (about 10 minutes).
+# Micro-benchmarks, loopback macro-benchmarks, workload import, the emulated engine's simulator
+# and server, and the client-memory soak (BENCH_SOAK_SECONDS, default 1800); rewrites
+# docs/BENCHMARKS.md (about 10 minutes plus the soak). One section: BENCH_ONLY=soak etc. (scripts/bench.sh).
 bench: build bench-deps
 	scripts/bench.sh build/release
 

@@ -5,7 +5,8 @@
 # nginx serving a prerendered stream, when nginx is installed) and read summary.json and
 # records.jsonl with jq, and the workload import benchmarks, which time `bakeoff fingerprint` on
 # traces of 2 and 10 million rows that the script generates itself (awk, fixed seeds), and the
-# emulated engine's simulator and real-time server (scripts/bench_emulator.sh). Every run
+# emulated engine's simulator and real-time server (scripts/bench_emulator.sh), and the client's
+# memory over a long open-loop soak (scripts/bench_soak.sh). Every run
 # checks its answer (all requests ok, the expected token counts, the expected number of streams
 # open at once, the expected request count and token totals of a fingerprint); a wrong answer is
 # reported as FAILED and the script exits 1 after writing the document. Everything listens on
@@ -17,11 +18,15 @@
 #   BAKEOFF_BENCH_REPEAT (runs of each throughput figure, median reported, default 3),
 #   BAKEOFF_BENCH_DOC (output, default docs/BENCHMARKS.md), BAKEOFF_BENCH_KEEP=1 (keep the work
 #   folder with every summary.json, records.jsonl and log),
-#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload, emulator; macro also
-#   runs micro, whose figures its notes quote). A partial run writes a document with only those
-#   sections, so point BAKEOFF_BENCH_DOC elsewhere to try one section, e.g.
+#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload, emulator, soak;
+#   macro also runs micro, whose figures its notes quote). A partial run writes a document with only
+#   those sections, so point BAKEOFF_BENCH_DOC elsewhere to try one section, e.g.
 #   BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
-#   (the workload section alone takes about 2.5 minutes and ~1.7 GB of disk under TMPDIR).
+#   (the workload section alone takes about 2.5 minutes and ~1.7 GB of disk under TMPDIR),
+#   BENCH_SOAK_SECONDS (length of the soak, default 1800: the soak section takes that long plus
+#   about a minute, and ~0.8 KB of disk per request, 2.6 GB at the default, under TMPDIR),
+#   BENCH_SOAK_SAMPLE_SECONDS (how often the soak samples the client's RSS, default 5), e.g.
+#   BENCH_ONLY=soak BENCH_SOAK_SECONDS=120 BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
 set -euo pipefail
 
 build=${1:-build/release}
@@ -31,13 +36,13 @@ doc=${BAKEOFF_BENCH_DOC:-docs/BENCHMARKS.md}
 seconds=${BAKEOFF_BENCH_SECONDS:-8}
 repeat=${BAKEOFF_BENCH_REPEAT:-3}
 
-only=${BENCH_ONLY:-micro,macro,workload,emulator}
+only=${BENCH_ONLY:-micro,macro,workload,emulator,soak}
 only=${only// /,}
 case ",$only," in *,macro,*) only="$only,micro" ;; esac
 for section in ${only//,/ }; do
   case $section in
-    micro | macro | workload | emulator) ;;
-    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload, emulator)" >&2; exit 2 ;;
+    micro | macro | workload | emulator | soak) ;;
+    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload, emulator, soak)" >&2; exit 2 ;;
   esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -164,8 +169,8 @@ run_client() {
     >"$out.stdout" 2>"$out.stderr" &
   local time_pid=$! client_pid="" timeout_pid="" size last_size=-1 ticks=0
   # While it runs, note the client's CPU time whenever records.jsonl grows: the CPU at the last
-  # growth is what the load itself cost, without the analysis that follows (sorting millions of
-  # ITL samples would otherwise be charged to the events).
+  # growth is what the load itself cost, without the analysis that follows (summarising every
+  # figure would otherwise be charged to the events).
   client_load_ticks=0
   while kill -0 "$time_pid" 2>/dev/null; do
     if [ -z "$client_pid" ]; then
@@ -309,6 +314,8 @@ if [ "$micro_ok" = 1 ]; then
   sum_ms=$(m BM_Summarize1e6 cpu_time)
   sort_ms=$(m BM_Baseline_CopyAndSort1e6 cpu_time)
   micro_rows+=("| \`stats::Summarize\` on 1e6 values | $(calc "%.1f" "$sum_ms") ms | copy + \`std::sort\` of the same values: $(calc "%.1f" "$sort_ms") ms | $(calc "%.2f" "$sum_ms / $sort_ms")x the baseline |")
+  sketch_ms=$(m BM_QuantileSketch1e6 cpu_time)
+  micro_rows+=("| \`stats::QuantileSketch\`: 1e6 values added one at a time (past its 65,536-sample cap) and summarised | $(calc "%.1f" "$sketch_ms") ms ($(calc "%.1f" "$sketch_ms * 1e6 / 1000000") ns per value) | \`stats::Summarize\` of the same values: $(calc "%.1f" "$sum_ms") ms | $(calc "%.2f" "$sketch_ms / $sum_ms")x the baseline |")
 fi
 
 fi  # want micro
@@ -341,7 +348,7 @@ if [ "${#a_values[@]}" -gt 0 ]; then
   a_med=$(median "${a_values[@]}")
   a_cpu_med=$(median "${a_per_cpu[@]}")
   rows+=("| (a) streaming token events parsed and recorded per second, one client thread | >= 1,000,000/s | $(commas "$a_med")/s (median of ${#a_values[@]}; $(commas "$(minimum "${a_values[@]}")")-$(commas "$(maximum "${a_values[@]}")")) | $(commas "$a_cpu_med") | $(status "$a_med" 1000000 higher) | \`$a_cmd\` |")
-  notes+=("**(a) token events/s** (*emulated* server). Server: \`$server_cmd\`. Events are the \`counted_tokens\` of every measured ok request in records.jsonl (each checked equal to the server's usage, so every event was parsed and recorded), divided by the step's measurement window. CPU during the runs, in % of one core: client ${a_client[*]}, emulator ${a_server[*]}, other processes on the machine ${a_others[*]} (of $(( $(nproc) * 100 )) available). Events per client CPU-second (all ok events, warm-up included, over the client's CPU time up to its last record, start-up included, the final analysis not): $(for v in "${a_per_cpu[@]}"; do printf '%s ' "$(commas "$v")"; done| sed 's/ $//'). In the micro-benchmark framing + decoding alone runs at $(commas "$both_eps") events per CPU-second, so parsing is about $(calc "%.0f" "100 * $a_cpu_med / $both_eps")% of the client's per-event CPU; the rest is socket reads, HTTP chunk decoding, timestamps, the record's token events and its records.jsonl line (\`RecordToJsonLine\` alone costs about $(calc "%.0f" "${rec2000_ns:-0} / 2000") ns per token event, see the micro-benchmarks). Event-loop lag p99 ${a_lag[*]} ms, generator-limited flag ${a_limited[*]}: 64 streams that always have data keep the loop parsing, so its 10 ms tick runs late; that is expected in this saturation test and does not distort a closed loop's sends. The emulator's own figure comes out of the same runs: it wrote $(commas "$a_med") token events/s in \`--instant\` mode, about $(commas "$(calc "%.0f" "$a_med * 100 / ($(median "${a_server[@]}") + 0.001)")") per emulator CPU-second. Limit: the client spends about $(calc "%.0f" "1e9 / $a_cpu_med") ns of CPU per event, $(calc "%.0f" "1e9 / $both_eps") ns of it in framing + decoding (a bare simdjson parse of the payload alone is $(calc "%.0f" "1e9 / $simdjson_eps") ns), so one thread with a core to itself would reach about $(commas "$a_cpu_med") events/s, $(awk -v v="$a_cpu_med" 'BEGIN { print (v >= 1000000) ? "above" : "below" }') the target; in these runs it got only $(median "${a_client[@]}")% of a core, because the emulator and other processes shared the $(nproc) cores, which is why the wall-clock figure is lower still. CPU time itself is inflated on a machine this busy (shared caches), so the per-CPU-second figure is a conservative estimate.")
+  notes+=("**(a) token events/s** (*emulated* server). Server: \`$server_cmd\`. Events are the \`counted_tokens\` of every measured ok request in records.jsonl (each checked equal to the server's usage, so every event was parsed and recorded), divided by the step's measurement window. CPU during the runs, in % of one core: client ${a_client[*]}, emulator ${a_server[*]}, other processes on the machine ${a_others[*]} (of $(( $(nproc) * 100 )) available). Events per client CPU-second (all ok events, warm-up included, over the client's CPU time up to its last record, start-up included, the final analysis not): $(for v in "${a_per_cpu[@]}"; do printf '%s ' "$(commas "$v")"; done| sed 's/ $//'). In the micro-benchmark framing + decoding alone runs at $(commas "$both_eps") events per CPU-second, so parsing is about $(calc "%.0f" "100 * $a_cpu_med / $both_eps")% of the client's per-event CPU; the rest is socket reads, HTTP chunk decoding, timestamps, the record's token events, the step recorder's two sketch additions per event (per-event and per-token ITL, about $(calc "%.0f" "${sketch_ms:-0}") ns each, see the micro-benchmarks) and its records.jsonl line (\`RecordToJsonLine\` alone costs about $(calc "%.0f" "${rec2000_ns:-0} / 2000") ns per token event). Event-loop lag p99 ${a_lag[*]} ms, generator-limited flag ${a_limited[*]}: 64 streams that always have data keep the loop parsing, so its 10 ms tick runs late; that is expected in this saturation test and does not distort a closed loop's sends. The emulator's own figure comes out of the same runs: it wrote $(commas "$a_med") token events/s in \`--instant\` mode, about $(commas "$(calc "%.0f" "$a_med * 100 / ($(median "${a_server[@]}") + 0.001)")") per emulator CPU-second. Limit: the client spends about $(calc "%.0f" "1e9 / $a_cpu_med") ns of CPU per event, $(calc "%.0f" "1e9 / $both_eps") ns of it in framing + decoding (a bare simdjson parse of the payload alone is $(calc "%.0f" "1e9 / $simdjson_eps") ns), so one thread with a core to itself would reach about $(commas "$a_cpu_med") events/s, $(awk -v v="$a_cpu_med" 'BEGIN { print (v >= 1000000) ? "above" : "below" }') the target; in these runs it got only $(median "${a_client[@]}")% of a core, because the emulator and other processes shared the $(nproc) cores, which is why the wall-clock figure is lower still. CPU time itself is inflated on a machine this busy (shared caches), so the per-CPU-second figure is a conservative estimate.")
 fi
 
 # (b) Completed short streaming requests per second, one client thread. ----------------------------
@@ -814,6 +821,15 @@ if want emulator; then
 fi
 
 # =================================================================================================
+# Client memory over a long open loop (scripts/bench_soak.sh)
+# =================================================================================================
+if want soak; then
+  log "soak: client memory over ${BENCH_SOAK_SECONDS:-1800} s at 2,000 requests/s (scripts/bench_soak.sh)"
+  "$(dirname "$0")/bench_soak.sh" "$bakeoff" "$work/soak.md" "$bakeoff_shown" ||
+    fail "soak: the figure failed its checks (see its section)"
+fi
+
+# =================================================================================================
 # docs/BENCHMARKS.md
 # =================================================================================================
 finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -915,6 +931,14 @@ mkdir -p "$(dirname "$doc")"
   if want emulator && [ -f "$work/emulator.md" ]; then
     sed "s|$work/bin/bakeoff|$bakeoff_shown|g" "$work/emulator.md"
     echo
+  fi
+  if want soak && [ -f "$work/soak.md" ]; then
+    cat "$work/soak.md"
+    if [ -n "${BENCH_ONLY:-}" ]; then
+      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
+      echo "load average $machine_load_start at its start and $machine_load_end at its end."
+      echo
+    fi
   fi
   if [ "${#failures[@]}" -gt 0 ]; then
     echo "## FAILED"

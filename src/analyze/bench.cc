@@ -188,13 +188,21 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   JsonlRecordSink sink(*writer.value());
 
   const std::string started = IsoTimeNow();
+  config.run.slo = config.slo.RequestThresholds();
   std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, on_tick);
   outcome.interrupted = stop.load();
 
   nlohmann::json steps = nlohmann::json::array();
   for (const load::StepResult& result : results) {
-    outcome.steps.push_back(AnalyzeStep(result, config.slo));
-    steps.push_back(ToJson(outcome.steps.back()));
+    const StepAnalysis& step = outcome.steps.emplace_back(AnalyzeStep(result, config.slo));
+    steps.push_back(ToJson(step));
+    if (std::optional<double> deviation = step.PromptDeviation();
+        deviation && std::abs(*deviation) > config.prompt_tolerance) {
+      outcome.notes.push_back(fmt::format(
+          "{}: the server counted prompts {:+.1f}% off the plan ({:.1f} tokens planned on average, "
+          "{:.1f} counted): its figures are not for the planned lengths",
+          step.label, 100 * *deviation, *step.prompt_planned_mean, *step.prompt_counted_mean));
+    }
   }
   nlohmann::json summary = SummaryPreamble(config.run.seed, config.flags);
   summary["started_at"] = started;

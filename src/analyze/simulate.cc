@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <unordered_map>
 
 #include "emulate/tokenizer.h"
@@ -93,6 +92,7 @@ class StepSimulation {
 
   load::StepResult Run() {
     load::StepResult result;
+    result.recorder = measure::StepRecorder(config_.slo.RequestThresholds());
     result.spec = spec_;
     result.t0 = MonoTime{};
     std::vector<load::PlannedSend> schedule;
@@ -116,9 +116,6 @@ class StepSimulation {
       return Make(id, planned.offset, phase, Build(id, {}));
     };
     simulator_.Run(source, [&](emulate::SimResult&& r) { OnResult(std::move(r), result); });
-    // As load::RunLoad: records in id order (the file keeps completion order).
-    std::sort(result.records.begin(), result.records.end(),
-              [](const measure::RequestRecord& a, const measure::RequestRecord& b) { return a.id < b.id; });
     result.interrupted = stop_.load();
     result.session_turns_skipped = session_turns_skipped_;
     counters_ = simulator_.counters();
@@ -186,7 +183,7 @@ class StepSimulation {
     sink_.Write(record, result.t0);
     if (spec_.mode == load::LoopMode::kClosed) SubmitClosedLoop();
     if (spec_.mode == load::LoopMode::kTrace) ContinueSession(r, node.mapped());
-    result.records.push_back(std::move(record));
+    result.recorder.Add(record);
   }
 
   // As the live runner: the next turn follows the real answer after its think time; a failed

@@ -15,6 +15,12 @@ const char* SloMetricName(SloMetric metric) {
   return "unknown";
 }
 
+std::vector<measure::SloThreshold> Slo::RequestThresholds() const {
+  std::vector<measure::SloThreshold> thresholds;
+  for (const SloTerm& term : terms) thresholds.push_back({term.metric, term.threshold_ms});
+  return thresholds;
+}
+
 namespace {
 
 Error BadTerm(std::string_view term, std::string_view why) {

@@ -1,7 +1,8 @@
 // analyze/slo.h
 //
-// Owns: service-level objectives as given on the command line (`--slo ttft_p99=200ms,...`) and
-// checking one request or one aggregate against them.
+// Owns: service-level objectives as given on the command line (`--slo ttft_p99=200ms,...`), parsed.
+// Does not own: checking one request against them (measure/step_recorder.h, fed the thresholds
+// by RequestThresholds) or checking a step's aggregate (analyze/step_analysis.h).
 // Grammar: comma-separated `METRIC_pQ=DURATION` terms; METRIC is ttft, tpot, itl or e2e; Q is
 // 50, 90, 95, 99 or 999; DURATION is a number with unit ms or s (a bare number means ms).
 //
@@ -13,10 +14,12 @@
 #include <vector>
 
 #include "core/result.h"
+#include "measure/step_recorder.h"
 
 namespace bakeoff::analyze {
 
-enum class SloMetric { kTtft, kTpot, kItl, kE2e };
+// The metrics are measure's, which checks each request against its threshold as it finishes.
+using SloMetric = measure::SloMetric;
 const char* SloMetricName(SloMetric metric);
 
 struct SloTerm {
@@ -29,6 +32,9 @@ struct SloTerm {
 struct Slo {
   std::vector<SloTerm> terms;
   bool empty() const { return terms.empty(); }
+  // The per-request thresholds, one per term in order, for measure::StepRecorder (which counts
+  // the requests that meet every one while the run goes on).
+  std::vector<measure::SloThreshold> RequestThresholds() const;
 };
 
 // Errors name the offending term.

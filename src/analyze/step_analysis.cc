@@ -1,29 +1,11 @@
 #include "analyze/step_analysis.h"
 
-#include <algorithm>
 #include <limits>
-#include <set>
 
 #include "core/check.h"
 
 namespace bakeoff::analyze {
 namespace {
-
-using measure::Outcome;
-using measure::Phase;
-using measure::RequestRecord;
-
-constexpr std::size_t kMaxErrorExamples = 5;
-
-double Ms(Nanos d) { return ToMillis(d); }
-
-// Per-request figures, in ms; NaN when the request did not have them.
-struct RequestFigures {
-  double ttft = std::numeric_limits<double>::quiet_NaN();
-  double tpot = std::numeric_limits<double>::quiet_NaN();
-  double e2e = std::numeric_limits<double>::quiet_NaN();
-  double itl_max = 0;  // worst per-token gap: the per-request ITL figure an SLO is checked against
-};
 
 // The summary's estimate for an SLO term's percentile (ParseSlo admits exactly these).
 const stats::QuantileEstimate& SummaryQuantile(const stats::Summary& s, double q) {
@@ -35,21 +17,14 @@ const stats::QuantileEstimate& SummaryQuantile(const stats::Summary& s, double q
   return s.p999;
 }
 
-bool MeetsTerm(const SloTerm& term, const RequestFigures& f) {
-  double value = 0;
-  switch (term.metric) {
-    case SloMetric::kTtft: value = f.ttft; break;
-    case SloMetric::kTpot: value = f.tpot; break;
-    case SloMetric::kItl: value = f.itl_max; break;
-    case SloMetric::kE2e: value = f.e2e; break;
-  }
-  // A request without the figure (one output token has no TPOT) does not fail that term.
-  return std::isnan(value) || value <= term.threshold_ms;
-}
-
 }  // namespace
 
 StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
+  const measure::StepRecorder& recorder = step.recorder;
+  BAKEOFF_CHECK(recorder.slo() == slo.RequestThresholds())
+      << "the step was recorded against other SLO thresholds than it is analysed with";
+  const measure::StepCounts& c = recorder.counts();
+  const measure::StepSketches& k = recorder.sketches();
   StepAnalysis a;
   a.label = step.spec.label;
   a.planned = step.planned;
@@ -58,111 +33,41 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   a.stopped_reason = step.stopped_reason;
   a.backoff_waits = step.backoff_waits;
   a.backoff_total_s = ToSeconds(step.backoff_total);
-
-  std::vector<double> ttft, ttft_answer, itl_event, itl_token, tpot, e2e, response, send_lag;
-  std::vector<double> output_tokens, prompt_tokens;
-  std::vector<double> vllm_ttft, vllm_tpot, vllm_e2e;
-  std::vector<double> guidellm_tpot;
-  std::set<std::string> error_kinds;
-  std::optional<MonoTime> window_start;
-  std::optional<MonoTime> window_end;
-  std::uint64_t ok_count = 0;
-  std::uint64_t good_count = 0;
-  double input_tokens_total = 0;
-  double output_tokens_total = 0;
-
-  for (const RequestRecord& r : step.records) {
-    if (r.phase == Phase::kWarmup) {
-      ++a.warmup_requests;
-      continue;
+  a.warmup_requests = c.warmup;
+  a.measured_requests = c.measured;
+  for (int i = 0; i < measure::kOutcomeCount; ++i) {
+    if (c.outcomes[i] > 0) {
+      a.outcomes[measure::OutcomeName(static_cast<measure::Outcome>(i))] = c.outcomes[i];
     }
-    ++a.measured_requests;
-    ++a.outcomes[measure::OutcomeName(r.outcome)];
-    if (r.send_start) {
-      send_lag.push_back(Ms(*r.send_start - r.intended_send));
-      window_start = std::min(window_start.value_or(*r.send_start), *r.send_start);
-    }
-    if (r.finished) window_end = std::max(window_end.value_or(*r.finished), *r.finished);
-    if (r.outcome != Outcome::kOk) {
-      // Keep one example per kind of failure (the text before the request number varies).
-      const std::string kind = measure::OutcomeName(r.outcome);
-      if (error_kinds.insert(kind).second && a.error_examples.size() < kMaxErrorExamples) {
-        a.error_examples.push_back(r.error);
-      }
-      continue;
-    }
-    ++ok_count;
-    RequestFigures f;
-    const MonoTime start = *r.send_start;
-    const std::uint64_t n = r.OutputTokens();
-    if (r.OutputTokensEstimated()) a.output_tokens_estimated = true;
-    output_tokens.push_back(static_cast<double>(n));
-    output_tokens_total += static_cast<double>(n);
-    if (r.usage_prompt_tokens) {
-      a.prompt_tokens_from_server = true;
-      prompt_tokens.push_back(static_cast<double>(*r.usage_prompt_tokens));
-      input_tokens_total += static_cast<double>(*r.usage_prompt_tokens);
-    } else {
-      input_tokens_total += r.prompt_tokens_planned;
-    }
-    if (r.finished) {
-      f.e2e = Ms(*r.finished - start);
-      e2e.push_back(f.e2e);
-      response.push_back(Ms(*r.finished - r.intended_send));
-    }
-    if (r.first_token) {
-      f.ttft = Ms(*r.first_token - start);
-      ttft.push_back(f.ttft);
-    }
-    if (r.first_answer_token) ttft_answer.push_back(Ms(*r.first_answer_token - start));
-    if (r.first_token && r.last_token && n > 1) {
-      f.tpot = Ms(*r.last_token - *r.first_token) / static_cast<double>(n - 1);
-      tpot.push_back(f.tpot);
-    }
-    for (std::size_t i = 1; i < r.token_events.size(); ++i) {
-      const double gap = Ms(r.token_events[i].at - r.token_events[i - 1].at);
-      itl_event.push_back(gap);
-      const std::uint32_t tokens = std::max<std::uint32_t>(1, r.token_events[i].tokens);
-      for (std::uint32_t t = 0; t < tokens; ++t) itl_token.push_back(gap / tokens);
-      f.itl_max = std::max(f.itl_max, gap / tokens);
-    }
-    // vLLM: TTFT at the first chunk with choices (even an empty role chunk), E2E at the last
-    // token-bearing chunk, TPOT = (E2E - TTFT) / (N - 1).
-    const MonoTime vllm_first = r.first_chunk.value_or(r.first_token.value_or(start));
-    if (r.first_chunk || r.first_token) vllm_ttft.push_back(Ms(vllm_first - start));
-    if (r.last_token) {
-      vllm_e2e.push_back(Ms(*r.last_token - start));
-      if (n > 1) vllm_tpot.push_back(Ms(*r.last_token - vllm_first) / static_cast<double>(n - 1));
-      // GuideLLM: TPOT = (t_last - t_start) / N, which includes TTFT.
-      if (n > 0) guidellm_tpot.push_back(Ms(*r.last_token - start) / static_cast<double>(n));
-    }
-    bool good = true;
-    for (const SloTerm& term : slo.terms) good = good && MeetsTerm(term, f);
-    if (good) ++good_count;
   }
-
-  a.duration_s = window_start && window_end ? ToSeconds(*window_end - *window_start) : 0;
+  a.error_examples = recorder.ErrorExamples();
+  a.output_tokens_estimated = c.output_tokens_estimated;
+  a.prompt_tokens_from_server = c.prompt_tokens_from_server;
+  if (c.prompts_counted > 0) {
+    a.prompt_planned_mean = static_cast<double>(c.prompt_tokens_planned) / static_cast<double>(c.prompts_counted);
+    a.prompt_counted_mean = static_cast<double>(c.prompt_tokens_counted) / static_cast<double>(c.prompts_counted);
+  }
+  a.duration_s = c.first_send && c.last_finish ? ToSeconds(*c.last_finish - *c.first_send) : 0;
   if (a.duration_s > 0) {
-    a.request_rate_per_s = static_cast<double>(ok_count) / a.duration_s;
-    a.offered_rate_per_s = static_cast<double>(send_lag.size()) / a.duration_s;
-    a.input_tokens_per_s = input_tokens_total / a.duration_s;
-    a.output_tokens_per_s = output_tokens_total / a.duration_s;
-    a.goodput_per_s = static_cast<double>(good_count) / a.duration_s;
+    a.request_rate_per_s = static_cast<double>(c.ok) / a.duration_s;
+    a.offered_rate_per_s = static_cast<double>(c.sent) / a.duration_s;
+    a.input_tokens_per_s = static_cast<double>(c.input_tokens) / a.duration_s;
+    a.output_tokens_per_s = static_cast<double>(c.output_tokens) / a.duration_s;
+    a.goodput_per_s = static_cast<double>(c.good) / a.duration_s;
   }
   if (a.measured_requests > 0) {
-    a.slo_attainment = static_cast<double>(good_count) / static_cast<double>(a.measured_requests);
+    a.slo_attainment = static_cast<double>(c.good) / static_cast<double>(a.measured_requests);
   }
-  // The pooled samples are not needed after this; moving them spares a copy of each.
-  a.ttft_ms = stats::Summarize(std::move(ttft));
-  a.ttft_answer_ms = stats::Summarize(std::move(ttft_answer));
-  a.itl_event_ms = stats::Summarize(std::move(itl_event));
-  a.itl_token_ms = stats::Summarize(std::move(itl_token));
-  a.tpot_ms = stats::Summarize(std::move(tpot));
-  a.e2e_ms = stats::Summarize(std::move(e2e));
-  a.response_ms = stats::Summarize(std::move(response));
-  a.send_lag_ms = stats::Summarize(std::move(send_lag));
-  a.loop_lag_ms = stats::Summarize(step.loop_lag_ms);
-  a.output_tokens = stats::Summarize(output_tokens);
+  a.ttft_ms = k.ttft_ms.Summarize();
+  a.ttft_answer_ms = k.ttft_answer_ms.Summarize();
+  a.itl_event_ms = k.itl_event_ms.Summarize();
+  a.itl_token_ms = k.itl_token_ms.Summarize();
+  a.tpot_ms = k.tpot_ms.Summarize();
+  a.e2e_ms = k.e2e_ms.Summarize();
+  a.response_ms = k.response_ms.Summarize();
+  a.send_lag_ms = k.send_lag_ms.Summarize();
+  a.loop_lag_ms = k.loop_lag_ms.Summarize();
+  a.output_tokens = k.output_tokens.Summarize();
   // Each term's pooled percentile, read from the summary computed once above.
   for (const SloTerm& term : slo.terms) {
     const stats::Summary* summary = nullptr;
@@ -179,14 +84,15 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
     }
     a.slo.push_back(result);
   }
-  a.prompt_tokens = stats::Summarize(prompt_tokens);
+  a.prompt_tokens = k.prompt_tokens.Summarize();
 
   // vLLM's ITL pools chunk gaps; AIPerf's ITL is vLLM's TPOT and its chunk gaps are "ICL";
   // GuideLLM's ITL is (t_last - t_first)/(N - 1) and its TPOT includes TTFT.
-  a.vllm = ConventionFigures{stats::Summarize(vllm_ttft), a.itl_event_ms, stats::Summarize(vllm_tpot),
-                             stats::Summarize(vllm_e2e)};
-  a.aiperf = ConventionFigures{a.ttft_ms, a.tpot_ms, a.tpot_ms, stats::Summarize(vllm_e2e)};
-  a.guidellm = ConventionFigures{a.ttft_ms, a.tpot_ms, stats::Summarize(guidellm_tpot), a.e2e_ms};
+  const stats::Summary vllm_e2e = k.vllm_e2e_ms.Summarize();
+  a.vllm = ConventionFigures{k.vllm_ttft_ms.Summarize(), a.itl_event_ms, k.vllm_tpot_ms.Summarize(),
+                             vllm_e2e};
+  a.aiperf = ConventionFigures{a.ttft_ms, a.tpot_ms, a.tpot_ms, vllm_e2e};
+  a.guidellm = ConventionFigures{a.ttft_ms, a.tpot_ms, k.guidellm_tpot_ms.Summarize(), a.e2e_ms};
 
   if (a.send_lag_ms.count > 0 && a.send_lag_ms.p99.value > kGeneratorLimitedSendLagP99Ms) {
     a.generator_limited = true;
@@ -228,6 +134,8 @@ nlohmann::json ToJson(const stats::Summary& s) {
   j["p95"] = quantile(s.p95);
   j["p99"] = quantile(s.p99);
   j["p99_9"] = quantile(s.p999);
+  j["percentiles_exact"] = s.percentiles_exact;
+  j["percentile_max_relative_error"] = s.percentile_max_relative_error;
   return j;
 }
 
@@ -273,6 +181,11 @@ nlohmann::json ToJson(const StepAnalysis& a) {
                   {"send_lag_ms", ToJson(a.send_lag_ms)},
                   {"event_loop_lag_ms", ToJson(a.loop_lag_ms)}};
   j["tokens"] = {{"output", ToJson(a.output_tokens)}, {"prompt", ToJson(a.prompt_tokens)}};
+  if (std::optional<double> deviation = a.PromptDeviation()) {
+    j["tokens"]["prompt_length"] = {{"planned_mean", *a.prompt_planned_mean},
+                                    {"counted_mean", *a.prompt_counted_mean},
+                                    {"deviation", *deviation}};
+  }
   nlohmann::json slo = nlohmann::json::array();
   for (const SloResult& r : a.slo) {
     slo.push_back({{"term", r.term.text},

@@ -1,10 +1,13 @@
 // analyze/step_analysis.h
 //
-// Owns: every aggregate figure of one load step, computed from its raw records: latency
-// summaries (bakeoff's own definitions, docs/TERMINOLOGY.md), the same figures under the vLLM,
-// AIPerf and GuideLLM conventions, throughput, outcome breakdown, SLO attainment and goodput,
-// and the generator-limited verdict. Only measurement-phase requests count; warm-up requests are
-// counted separately and otherwise ignored.
+// Owns: every aggregate figure of one load step, computed from the step's merged
+// measure::StepRecorder (counts, totals and one quantile sketch per figure; the raw records are
+// on disk, not in memory): latency summaries (bakeoff's own definitions, docs/TERMINOLOGY.md),
+// the same figures under the vLLM, AIPerf and GuideLLM conventions, throughput, outcome
+// breakdown, SLO attainment and goodput, and the generator-limited verdict. Only
+// measurement-phase requests count; warm-up requests are counted separately and otherwise
+// ignored. A summary's percentiles are exact up to the sketch's cap and approximate past it, with
+// a stated bound (stats/sketch.h); summary.json says which.
 // Does not own: formatting (cli/ prints the table; summary.json is written by ToJson here as
 // the contract documented in docs/formats/summary.md).
 //
@@ -73,6 +76,14 @@ struct StepAnalysis {
   double output_tokens_per_s = 0;
   bool output_tokens_estimated = false; // some ok request had no server usage report
   bool prompt_tokens_from_server = false;
+  // Mean prompt length planned and as the server counted it, over ok requests with usage; the
+  // deviation is (counted - planned) / planned. Absent without usage.
+  std::optional<double> prompt_planned_mean;
+  std::optional<double> prompt_counted_mean;
+  std::optional<double> PromptDeviation() const {
+    if (!prompt_planned_mean || !prompt_counted_mean || *prompt_planned_mean <= 0) return std::nullopt;
+    return (*prompt_counted_mean - *prompt_planned_mean) / *prompt_planned_mean;
+  }
 
   std::vector<SloResult> slo;
   double slo_attainment = 0;  // share of measured requests that are ok and meet every term
@@ -91,6 +102,8 @@ struct StepAnalysis {
   ConventionFigures guidellm;
 };
 
+// REQUIRES: step.recorder was fed slo.RequestThresholds() (RunSpec::slo), so its good-request
+// count is the one `slo` defines.
 StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo);
 
 // The step as it appears in summary.json.

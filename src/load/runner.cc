@@ -103,7 +103,8 @@ class Worker {
  public:
   Worker(StepContext& context, std::uint32_t index, std::uint32_t count)
       : context_(context), index_(index), count_(count),
-        client_(loop_, context.run->target.endpoint, context.run->target.client) {}
+        client_(loop_, context.run->target.endpoint, context.run->target.client),
+        recorder_(context.run->slo) {}
 
   void Run() {
     const MonoTime wall_start = RealClock().Now();
@@ -117,8 +118,7 @@ class Worker {
     }
   }
 
-  std::vector<RequestRecord>& records() { return records_; }
-  std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
+  const measure::StepRecorder& recorder() const { return recorder_; }
   double cpu_share() const { return cpu_share_; }
   std::uint64_t backoff_waits() const { return backoff_waits_; }
   Nanos backoff_total() const { return backoff_total_; }
@@ -284,12 +284,13 @@ class Worker {
     context_.NoteReachability(record, RealClock().Now());
     const bool connection_failed = StepContext::FailedToConnect(record);
     if (trace_mode()) ContinueSession(record, exchange.answer_text());
-    records_.push_back(std::move(record));
+    recorder_.Add(record);
     idle_exchanges_.push_back(&exchange);
     --in_flight_;
     if (context_.step->mode == LoopMode::kClosed && connection_failed) {
       // Back off before this slot's next request, doubling while the failures go on.
-      const Nanos wait = std::min<Nanos>(kLongestBackoff, kFirstBackoff * (1LL << std::min(connection_failures_, 20)));
+      const Nanos wait =
+          std::min<Nanos>(kLongestBackoff, kFirstBackoff * (1LL << std::min(connection_failures_, 20)));
       ++connection_failures_;
       ++backoff_waits_;
       backoff_total_ += wait;
@@ -349,7 +350,7 @@ class Worker {
   void ScheduleTick(MonoTime at) {
     loop_.RunAt(at, [this, at] {
       const MonoTime now = RealClock().Now();
-      loop_lag_ms_.push_back(ToMillis(now - at));
+      recorder_.AddLoopLag(ToMillis(now - at));
       if ((context_.stop->load(std::memory_order_relaxed) || context_.step_stopped.load()) &&
           !stopping_) {
         stopping_ = true;
@@ -379,8 +380,7 @@ class Worker {
   net::HttpClient client_;
   std::vector<std::unique_ptr<Exchange>> exchanges_;
   std::vector<Exchange*> idle_exchanges_;
-  std::vector<RequestRecord> records_;
-  std::vector<double> loop_lag_ms_;
+  measure::StepRecorder recorder_;
   double cpu_share_ = 0;
   std::optional<ScheduleCursor> cursor_;     // open loop and trace replay: the next send
   std::optional<ScheduleCursor> lookahead_;  // the next send not yet prepared
@@ -457,18 +457,13 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
     result.stopped_reason = context.stopped_reason;
+    result.recorder = measure::StepRecorder(spec.slo);
     for (auto& worker : workers) {
-      auto& records = worker->records();
-      result.records.insert(result.records.end(), std::make_move_iterator(records.begin()),
-                            std::make_move_iterator(records.end()));
-      auto& lag = worker->loop_lag_ms();
-      result.loop_lag_ms.insert(result.loop_lag_ms.end(), lag.begin(), lag.end());
+      result.recorder.Merge(worker->recorder());
       result.busiest_worker_cpu = std::max(result.busiest_worker_cpu, worker->cpu_share());
       result.backoff_waits += worker->backoff_waits();
       result.backoff_total += worker->backoff_total();
     }
-    std::sort(result.records.begin(), result.records.end(),
-              [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
     results.push_back(std::move(result));
   }
   return results;

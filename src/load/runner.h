@@ -3,8 +3,9 @@
 // Owns: running a load against one target: one or more steps (a rate or concurrency sweep), each
 // open-loop, closed-loop or a trace replay (arrivals honoured, a session's next turn sent after
 // the previous answer plus its think time, with the real answer in its history), on several worker threads with one event loop each. Every finished
-// request is handed to a RecordSink at once (so raw records reach disk as they happen) and kept
-// by its worker; the workers' records are merged when the step ends.
+// request is handed to a RecordSink at once (so raw records reach disk as they happen) and then
+// to its worker's measure::StepRecorder, which keeps only what the step's figures need (so memory
+// stays flat however long the step); the workers' recorders are merged when the step ends.
 // Does not own: the schedule's arithmetic (load/plan.h), one exchange's decoding
 // (load/exchange.h), or any aggregate figure (analyze/).
 //
@@ -24,6 +25,7 @@
 #include "load/plan.h"
 #include "load/prompt_text.h"
 #include "measure/record.h"
+#include "measure/step_recorder.h"
 #include "net/http_client.h"
 #include "workload/trace.h"
 
@@ -65,9 +67,11 @@ struct RunSpec {
   // long, with at least kUnreachableMinFailures failures and no success in between.
   Nanos unreachable_timeout = std::chrono::seconds(10);
   Nanos start_lead = std::chrono::milliseconds(50);  // t0 = now + lead, so workers start together
+  std::vector<measure::SloThreshold> slo;  // per-request thresholds the recorders count goodput by
 };
 
-// Receives each finished record. Called concurrently from worker threads.
+// Receives each finished record (the only place the whole record is seen: tests that need records
+// collect them here). Called concurrently from worker threads.
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
@@ -85,8 +89,7 @@ inline constexpr Nanos kLongestBackoff = std::chrono::milliseconds(500);
 struct StepResult {
   StepSpec spec;
   MonoTime t0;                      // the step's start; schedule offsets are relative to it
-  std::vector<measure::RequestRecord> records;  // merged from the workers, in id order
-  std::vector<double> loop_lag_ms;  // event-loop lag samples from every worker
+  measure::StepRecorder recorder;   // merged from the workers' (event-loop lag samples included)
   double busiest_worker_cpu = 0;    // highest share of one core a worker thread used (0..1)
   std::uint64_t planned = 0;        // requests the plan held (open loop)
   bool interrupted = false;         // `stop` was set during this step

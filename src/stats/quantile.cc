@@ -9,12 +9,6 @@
 namespace bakeoff::stats {
 namespace {
 
-// 1-based nearest rank for quantile q of n samples.
-std::size_t Rank(std::size_t n, double q) {
-  const double exact = std::ceil(q * static_cast<double>(n) - 1e-9);
-  return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1.0, exact)), 1, n);
-}
-
 // Standard normal quantile for probability p, by bisection on erfc (accurate to ~1e-12).
 double NormalQuantile(double p) {
   double lo = -10;
@@ -27,16 +21,18 @@ double NormalQuantile(double p) {
   return (lo + hi) / 2;
 }
 
-// Ranks (1-based) of the order statistics that bound the q-quantile.
-struct RankInterval {
-  std::size_t lower = 0;
-  std::size_t upper = 0;
-  bool bounded = false;
-};
+}  // namespace
+
+std::size_t NearestRankIndex(std::size_t n, double q) {
+  BAKEOFF_CHECK(n > 0);
+  const double exact = std::ceil(q * static_cast<double>(n) - 1e-9);
+  return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1.0, exact)), 1, n);
+}
 
 RankInterval ConfidenceRanks(std::size_t n, double q, double coverage) {
+  BAKEOFF_CHECK(n > 0);
   const double alpha = 1 - coverage;
-  RankInterval interval;
+  RankInterval interval{1, n, false};
   if (q <= 0 || q >= 1) return interval;  // the extremes have no two-sided bound
   // Exact search is O(n); above this size the normal approximation to Bin(n, q) is
   // accurate to well under one rank.
@@ -80,12 +76,10 @@ RankInterval ConfidenceRanks(std::size_t n, double q, double coverage) {
   return interval;
 }
 
-}  // namespace
-
 double NearestRank(std::span<const double> sorted, double q) {
   BAKEOFF_CHECK(!sorted.empty());
   BAKEOFF_CHECK(q >= 0 && q <= 1) << "q=" << q;
-  return sorted[Rank(sorted.size(), q) - 1];
+  return sorted[NearestRankIndex(sorted.size(), q) - 1];
 }
 
 QuantileEstimate EstimateQuantile(std::span<const double> sorted, double q, double coverage) {

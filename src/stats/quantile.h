@@ -1,8 +1,9 @@
 // stats/quantile.h
 //
-// Owns: exact quantiles of a sample with distribution-free confidence bounds, and the fixed set
-// of summary figures every latency in bakeoff is reported with (count, mean, min, p50, p90, p95,
-// p99, p99.9, max).
+// Owns: exact quantiles of a sample with distribution-free confidence bounds, the rank rules
+// they use (shared with stats/sketch.h, which reads the same ranks from a histogram once a sample
+// is too large to keep), and the fixed set of summary figures every latency in bakeoff is
+// reported with (count, mean, min, p50, p90, p95, p99, p99.9, max).
 //
 // Quantile rule: nearest rank on the sorted sample, rank = max(1, ceil(q * n)), so every reported
 // percentile is an observed value (no interpolation). Confidence bounds: the order statistics
@@ -32,6 +33,21 @@ struct QuantileEstimate {
 // REQUIRES: `sorted` ascending and non-empty; 0 <= q <= 1; 0 < coverage < 1.
 QuantileEstimate EstimateQuantile(std::span<const double> sorted, double q, double coverage = 0.95);
 
+// The 1-based nearest rank of the q-quantile among n samples: max(1, ceil(q * n)).
+// REQUIRES: n > 0; 0 <= q <= 1.
+std::size_t NearestRankIndex(std::size_t n, double q);
+
+// Ranks (1-based) of the order statistics x(lower) and x(upper) that bracket the q-quantile of
+// n samples with at least `coverage` (see the module comment). `bounded` is false when no such
+// pair exists; the ranks are then clamped to [1, n].
+struct RankInterval {
+  std::size_t lower = 0;
+  std::size_t upper = 0;
+  bool bounded = false;
+};
+// REQUIRES: n > 0; 0 < coverage < 1.
+RankInterval ConfidenceRanks(std::size_t n, double q, double coverage);
+
 // The nearest-rank value alone. REQUIRES: `sorted` ascending and non-empty; 0 <= q <= 1.
 double NearestRank(std::span<const double> sorted, double q);
 
@@ -42,6 +58,12 @@ struct Summary {
   double min = 0;
   double max = 0;
   QuantileEstimate p50, p90, p95, p99, p999;
+  // How the percentiles (values and bounds) were read. Exact: they are order statistics of the
+  // sample. Otherwise (a QuantileSketch past its exact cap, stats/sketch.h) each is within
+  // `max_relative_error` of the order statistic it stands for: |reported - x(r)| <= e * |x(r)|.
+  // count, mean, stddev, min and max do not depend on this.
+  bool percentiles_exact = true;
+  double percentile_max_relative_error = 0;  // 0 when exact
 };
 
 // Summarises `values` (any order; sorted internally). An empty input gives count == 0 and zeros.

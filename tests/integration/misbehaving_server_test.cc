@@ -61,9 +61,20 @@ load::RunSpec SpecFor(std::uint16_t port, std::uint64_t requests, std::uint32_t 
 
 struct RunOutput {
   std::vector<load::StepResult> steps;
-  std::vector<RequestRecord> sunk;
+  std::vector<RequestRecord> sunk;  // every record the runner handed to its sink, in id order
   Nanos wall{0};
 };
+
+std::vector<RequestRecord> ById(std::vector<RequestRecord> records) {
+  std::sort(records.begin(), records.end(),
+            [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  return records;
+}
+
+// Requests the step's recorder counted (warm-up and measured).
+std::uint64_t Recorded(const load::StepResult& step) {
+  return step.recorder.counts().warmup + step.recorder.counts().measured;
+}
 
 RunOutput RunSteps(const load::RunSpec& spec) {
   MemorySink sink;
@@ -72,7 +83,7 @@ RunOutput RunSteps(const load::RunSpec& spec) {
   RunOutput out;
   out.steps = load::RunLoad(spec, sink, stop, nullptr);
   out.wall = RealClock().Now() - start;
-  out.sunk = sink.records;
+  out.sunk = ById(sink.records);
   return out;
 }
 
@@ -83,9 +94,9 @@ std::vector<RequestRecord> RunAgainst(const t::Script& script, std::uint64_t req
   const RunOutput out = RunSteps(SpecFor(server.port(), requests));
   EXPECT_LT(out.wall, 15s) << "the run outlived every deadline";
   EXPECT_EQ(out.steps.size(), 1u);
-  const auto& records = out.steps.front().records;
-  EXPECT_EQ(records.size(), requests);
-  EXPECT_EQ(out.sunk.size(), requests) << "every record reaches the sink";
+  const auto& records = out.sunk;
+  EXPECT_EQ(records.size(), requests) << "every record reaches the sink";
+  EXPECT_EQ(Recorded(out.steps.front()), requests) << "and the step's recorder";
   for (std::size_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i].id, i);
   return records;
 }
@@ -110,8 +121,9 @@ TEST(MisbehavingServerTest, RefusedConnection) {
   std::uint16_t port = 0;
   { t::ScriptedServer closed(GoodStream()); port = closed.port(); }  // now nobody listens there
   const RunOutput out = RunSteps(SpecFor(port, 3));
-  ASSERT_EQ(out.steps.front().records.size(), 3u);
-  for (const RequestRecord& r : out.steps.front().records) {
+  ASSERT_EQ(out.sunk.size(), 3u);
+  EXPECT_EQ(out.steps.front().recorder.counts().outcomes[static_cast<int>(Outcome::kConnectFailed)], 3u);
+  for (const RequestRecord& r : out.sunk) {
     EXPECT_EQ(r.outcome, Outcome::kConnectFailed);
     EXPECT_NE(r.error.find("request #"), std::string::npos) << r.error;
   }
@@ -239,7 +251,7 @@ TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
   // 2 ms; single samples may suffer a descheduled thread on a busy machine, but not by much.
   std::vector<double> ttft_errors;
   std::vector<double> gap_errors;
-  for (const RequestRecord& r : out.steps.front().records) {
+  for (const RequestRecord& r : out.sunk) {
     ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
     ASSERT_EQ(r.token_events.size(), 4u);
     const t::CapturedRequest& seen = captured.at(r.id);  // one connection, requests in order
@@ -270,10 +282,10 @@ TEST(MisbehavingServerTest, FaultCountdownAlwaysYieldsExactlyOneRecord) {
     load::RunSpec spec = SpecFor(server.port(), 1);
     spec.target.client.faults = &faults;
     const RunOutput out = RunSteps(spec);
-    ASSERT_EQ(out.steps.front().records.size(), 1u) << "fault at operation " << n;
-    ASSERT_EQ(out.sunk.size(), 1u);
+    ASSERT_EQ(out.sunk.size(), 1u) << "fault at operation " << n;
+    ASSERT_EQ(Recorded(out.steps.front()), 1u) << "fault at operation " << n;
     EXPECT_LT(out.wall, 5s) << n;
-    const RequestRecord& r = out.steps.front().records.front();
+    const RequestRecord& r = out.sunk.front();
     completed_clean = faults.operations() < n;
     if (completed_clean) {
       EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
@@ -304,8 +316,10 @@ TEST(MisbehavingServerTest, InterruptCancelsInFlightAndKeepsTheirRecords) {
   EXPECT_LT(RealClock().Now() - start, 5s);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_TRUE(steps.front().interrupted);
-  ASSERT_EQ(steps.front().records.size(), 4u);
-  for (const RequestRecord& r : steps.front().records) EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  ASSERT_EQ(sink.records.size(), 4u);
+  for (const RequestRecord& r : sink.records) EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(Recorded(steps.front()), 4u);
+  EXPECT_EQ(steps.front().recorder.counts().outcomes[static_cast<int>(Outcome::kCancelled)], 4u);
 }
 
 }  // namespace

@@ -18,7 +18,12 @@ using measure::RequestRecord;
 
 class MemorySink final : public load::RecordSink {
  public:
-  void Write(const RequestRecord&, MonoTime) override {}
+  void Write(const RequestRecord& record, MonoTime) override {
+    std::lock_guard lock(mutex_);
+    records.push_back(record);
+  }
+  std::mutex mutex_;
+  std::vector<RequestRecord> records;
 };
 
 workload::TraceRequest Turn(double at, std::uint32_t input, std::uint32_t output,
@@ -58,8 +63,10 @@ TEST(TraceReplayTest, SessionsWaitForTheAnswerAndCarryIt) {
   std::atomic<bool> stop{false};
   const auto steps = load::RunLoad(spec, sink, stop, nullptr);
   ASSERT_EQ(steps.size(), 1u);
-  const auto& records = steps.front().records;
+  const auto& records = sink.records;
   ASSERT_EQ(records.size(), trace.requests.size());
+  EXPECT_EQ(steps.front().recorder.counts().measured, trace.requests.size());
+  EXPECT_EQ(steps.front().recorder.counts().ok, trace.requests.size());
   std::map<std::uint64_t, const RequestRecord*> by_id;
   for (const RequestRecord& r : records) {
     ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;

@@ -40,11 +40,14 @@ RequestRecord Request(std::uint64_t id, double intended_ms, double send_ms,
   return r;
 }
 
-load::StepResult Step(std::vector<RequestRecord> records) {
+// A step whose recorder was fed `records` (as the runner's workers feed theirs), checking each
+// request against `slo`'s thresholds.
+load::StepResult Step(const std::vector<RequestRecord>& records, const Slo& slo = {}) {
   load::StepResult step;
   step.spec.label = "test";
-  step.records = std::move(records);
-  step.planned = step.records.size();
+  step.recorder = measure::StepRecorder(slo.RequestThresholds());
+  for (const RequestRecord& r : records) step.recorder.Add(r);
+  step.planned = records.size();
   return step;
 }
 
@@ -105,7 +108,7 @@ TEST(StepAnalysisTest, GoodputCountsOnlyRequestsMeetingEveryTerm) {
   }
   const auto slo = ParseSlo("ttft_p90=500ms,tpot_p99=20ms");
   ASSERT_TRUE(slo.ok());
-  const StepAnalysis a = AnalyzeStep(Step(records), slo.value());
+  const StepAnalysis a = AnalyzeStep(Step(records, slo.value()), slo.value());
   EXPECT_NEAR(a.slo_attainment, 0.5, 1e-9);  // TTFT 100..500 meet it
   EXPECT_NEAR(a.goodput_per_s, 5 / a.duration_s, 1e-9);
   ASSERT_EQ(a.slo.size(), 2u);
@@ -132,6 +135,57 @@ TEST(StepAnalysisTest, JsonHasConventionsAndBounds) {
   EXPECT_TRUE(j["conventions"].contains("guidellm"));
   EXPECT_EQ(j["latency"]["ttft_ms"]["count"], 1);
   EXPECT_FALSE(j["latency"]["ttft_ms"]["p99"]["bounded"].get<bool>());
+}
+
+TEST(StepAnalysisTest, WorkersRecordersMergedGiveTheSameSummary) {
+  std::vector<RequestRecord> records;
+  for (int i = 0; i < 300; ++i) {
+    records.push_back(Request(i, 5 * i, 5 * i + 0.01 * (i % 7), {20.0 + i % 13, 31.0 + i % 5, 40.0 + i % 11}));
+  }
+  RequestRecord failed;
+  failed.id = 300;
+  failed.intended_send = failed.send_start.emplace(kT0);
+  failed.outcome = Outcome::kReset;
+  failed.error = "request #300: reset";
+  records.push_back(failed);
+  const auto slo = ParseSlo("ttft_p99=30ms");
+  ASSERT_TRUE(slo.ok());
+  load::StepResult merged = Step({}, slo.value());
+  merged.planned = records.size();
+  for (int w = 0; w < 3; ++w) {
+    measure::StepRecorder worker(slo->RequestThresholds());
+    for (std::size_t i = w; i < records.size(); i += 3) worker.Add(records[i]);
+    merged.recorder.Merge(worker);
+  }
+  EXPECT_EQ(ToJson(AnalyzeStep(merged, slo.value())), ToJson(AnalyzeStep(Step(records, slo.value()), slo.value())));
+}
+
+TEST(StepAnalysisTest, JsonSaysWhetherPercentilesAreExact) {
+  std::vector<RequestRecord> records;
+  for (int i = 0; i < 500; ++i) records.push_back(Request(i, 2 * i, 2 * i, {10.0 + i % 17, 20.0 + i % 3}));
+  const nlohmann::json exact = ToJson(AnalyzeStep(Step(records), {}));
+  EXPECT_TRUE(exact["latency"]["ttft_ms"]["percentiles_exact"].get<bool>());
+  EXPECT_EQ(exact["latency"]["ttft_ms"]["percentile_max_relative_error"], 0.0);
+
+  // The same requests through sketches capped at 100 samples: approximate, within the bound.
+  load::StepResult capped;
+  capped.spec.label = "test";
+  capped.planned = records.size();
+  capped.recorder = measure::StepRecorder({}, 100);
+  for (const RequestRecord& r : records) capped.recorder.Add(r);
+  const nlohmann::json approx = ToJson(AnalyzeStep(capped, {}));
+  const nlohmann::json& ttft = approx["latency"]["ttft_ms"];
+  EXPECT_FALSE(ttft["percentiles_exact"].get<bool>());
+  EXPECT_EQ(ttft["percentile_max_relative_error"], stats::QuantileSketch::kMaxRelativeError);
+  EXPECT_EQ(ttft["count"], 500);
+  EXPECT_EQ(ttft["min"], exact["latency"]["ttft_ms"]["min"]);
+  EXPECT_EQ(ttft["max"], exact["latency"]["ttft_ms"]["max"]);
+  for (const char* p : {"p50", "p90", "p99"}) {
+    const double want = exact["latency"]["ttft_ms"][p]["value"];
+    EXPECT_NEAR(ttft[p]["value"].get<double>(), want, want * stats::QuantileSketch::kMaxRelativeError) << p;
+  }
+  EXPECT_EQ(approx["requests"], exact["requests"]);
+  EXPECT_EQ(approx["throughput"], exact["throughput"]);
 }
 
 }  // namespace
