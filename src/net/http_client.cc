@@ -20,7 +20,11 @@
 //   capture a shared_ptr to the connection, so a closed connection lives until its last
 //   callback has run.
 // - A pooled connection is checked with a non-blocking MSG_PEEK before reuse: a server that
-//   closed an idle keep-alive connection (EOF) or sent unsolicited bytes is not reused.
+//   closed an idle keep-alive connection (EOF) or sent unsolicited bytes is not reused. The check
+//   cannot see a close that is still on its way, so a request that such a connection loses before
+//   any response byte is sent again on a new connection (the contract is in http_client.h). The
+//   retry starts from Finish(), which every failure passes through, while the request's bytes are
+//   still held; the new connection takes them over with the handler, start and deadlines.
 //
 // Wire format: RFC 9112 (HTTP/1.1 message syntax, chunked transfer coding); parsing by Beast.
 #include "net/http_client.h"
@@ -93,6 +97,9 @@ struct ClientState {
 
   void Start(HttpRequest&& request, ResponseHandler* handler);
   void Shutdown();
+  // A new, unconnected connection, counted and registered as busy.
+  std::shared_ptr<Connection> OpenConnection();
+  void AddBusy(const std::shared_ptr<Connection>& connection);
   void RemoveBusy(Connection* connection);
   void SerializeHead(const HttpRequest& request, std::string& out) const;
   std::string Where() const { return endpoint.host + ":" + endpoint.port; }
@@ -145,6 +152,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Begin(HttpRequest&& request, ResponseHandler* handler, bool reused);
   // Ends the active request with `end`; returns the connection to the pool when `keep_alive`,
   // otherwise closes it. Calls OnEnd last: nothing of this connection may be touched after.
+  // A stale reused connection's failure does not end the request: it moves to a new connection.
   void Finish(TransportEnd end, std::string detail, bool keep_alive);
   // Closes the socket; the connection is never used again.
   void Close();
@@ -172,6 +180,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   // Ends the request from a fresh loop turn, so that OnEnd never runs inside Start().
   void PostFinish(TransportEnd end, std::string detail);
+  // Starts sending the request already held (handler, bytes, start and deadlines) on this
+  // connection: writes at once when `reused`, otherwise connects first.
+  void BeginAttempt(bool reused, MonoTime now);
+  // Makes this connection idle (no active request) and no longer busy; the timer is stopped.
+  void EndActive();
+  // True if the active request failed only because its reused connection had gone stale.
+  bool StaleBeforeResponse(TransportEnd end) const;
+  // Moves the active request, unchanged, to a new connection and closes this one.
+  void RetryOnNewConnection(std::string reason);
   tcp::socket& Lowest() { return tls_ ? tls_->next_layer() : *plain_; }
 
   void Connect();
@@ -209,9 +226,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint64_t callback_gen_ = 0;  // gen_ when the parser was last fed
   bool active_ = false;
   bool reused_ = false;
+  bool response_started_ = false;  // a response byte was read in this attempt
   Phase phase_ = Phase::kIdle;
   ResponseHandler* handler_ = nullptr;
   MonoTime start_{};
+  MonoTime attempt_start_{};  // this connection's attempt; after a stale retry, later than start_
   MonoTime written_at_{};
   MonoTime last_progress_{};
   MonoTime total_deadline_{};
@@ -280,27 +299,33 @@ Connection::Connection(ClientState& client) : client_(&client), timer_(client.co
 void Connection::Begin(HttpRequest&& request, ResponseHandler* handler, bool reused) {
   ClientState& client = *client_;
   BAKEOFF_CHECK(!active_) << "a connection carries one request at a time";
-  active_ = true;
   handler_ = handler;
-  reused_ = reused;
   start_ = client.clock.Now();
-  last_progress_ = start_;
   total_deadline_ = AddSaturating(start_, client.options.deadlines.total);
   cancel_at_ = request.cancel_at;
   head_request_ = request.method == "HEAD";
   client.SerializeHead(request, out_head_);
   out_body_ = std::move(request.body);
+  BeginAttempt(reused, start_);
+}
+
+void Connection::BeginAttempt(bool reused, MonoTime now) {
+  active_ = true;
+  reused_ = reused;
+  attempt_start_ = now;
+  last_progress_ = now;
   written_ = 0;
   ResetParser();
   pending_.clear();
   handler_error_.clear();
   body_bytes_ = 0;
+  response_started_ = false;
 
   const std::uint64_t gen = gen_;
   if (reused) {
     phase_ = Phase::kWriting;
     ArmTimer();
-    handler_->OnConnected(start_, true);
+    handler_->OnConnected(now, true);
     if (!Current(gen)) return;
     Write();
   } else {
@@ -327,7 +352,23 @@ void Connection::Finish(TransportEnd end, std::string detail, bool keep_alive) {
   ClientState* client = client_;
   ResponseHandler* handler = handler_;
   BAKEOFF_CHECK(active_ && client != nullptr && handler != nullptr);
+  if (StaleBeforeResponse(end)) {
+    RetryOnNewConnection(std::move(detail));
+    return;
+  }
   const MonoTime now = client->clock.Now();
+  auto self = shared_from_this();  // `busy` may hold the last reference
+  EndActive();
+  std::string().swap(out_body_);  // the request body can be large; do not keep it pooled
+  if (keep_alive) {
+    client->idle.push_back(self);
+  } else {
+    Close();
+  }
+  handler->OnEnd(now, end, detail);
+}
+
+void Connection::EndActive() {
   active_ = false;
   handler_ = nullptr;
   phase_ = Phase::kIdle;
@@ -336,15 +377,35 @@ void Connection::Finish(TransportEnd end, std::string detail, bool keep_alive) {
     timer_armed_ = false;
     timer_.cancel();
   }
-  std::string().swap(out_body_);   // the request body can be large; do not keep it pooled
+  client_->RemoveBusy(this);
+}
+
+bool Connection::StaleBeforeResponse(TransportEnd end) const {
+  // kReset covers EOF, ECONNRESET and EPIPE on write or read (and injected faults); a timeout or
+  // a cancellation is not a stale connection. A retry runs on a new connection (not reused_), so
+  // it is never retried again.
+  return end == TransportEnd::kReset && reused_ && !response_started_;
+}
+
+void Connection::RetryOnNewConnection(std::string reason) {
+  ClientState& client = *client_;
+  ResponseHandler* handler = handler_;
+  const MonoTime now = client.clock.Now();
   auto self = shared_from_this();  // `busy` may hold the last reference
-  client->RemoveBusy(this);
-  if (keep_alive) {
-    client->idle.push_back(self);
-  } else {
-    Close();
-  }
-  handler->OnEnd(now, end, detail);
+  std::shared_ptr<Connection> fresh = client.OpenConnection();
+  fresh->handler_ = handler;
+  fresh->start_ = start_;
+  fresh->total_deadline_ = total_deadline_;
+  fresh->cancel_at_ = cancel_at_;
+  fresh->head_request_ = head_request_;
+  fresh->out_head_.swap(out_head_);
+  fresh->out_body_.swap(out_body_);
+  EndActive();
+  Close();
+  // Connecting reports nothing synchronously, so the handler hears of the retry before any event
+  // of the new attempt, and a Shutdown() from this callback finds the new connection busy.
+  fresh->BeginAttempt(/*reused=*/false, now);
+  handler->OnStaleConnectionRetry(now, reason);
 }
 
 void Connection::Close() {
@@ -573,6 +634,7 @@ void Connection::OnData(const error_code& ec, const char* data, std::size_t size
   }
   read_at_ = client_->clock.Now();
   last_progress_ = read_at_;
+  if (size > 0) response_started_ = true;
   Consume(data, size);
 }
 
@@ -717,7 +779,7 @@ Connection::Deadline Connection::NextDeadline() const {
   };
   switch (phase_) {
     case Phase::kConnecting:
-      consider(AddSaturating(start_, limits.connect), TransportEnd::kTimeoutConnect);
+      consider(AddSaturating(attempt_start_, limits.connect), TransportEnd::kTimeoutConnect);
       break;
     case Phase::kWriting:  // a server that stops reading our request body
       consider(AddSaturating(last_progress_, limits.idle), TransportEnd::kTimeoutIdle);
@@ -881,13 +943,24 @@ void ClientState::Start(HttpRequest&& request, ResponseHandler* handler) {
     candidate->Close();
   }
   const bool reused = connection != nullptr;
-  if (!reused) {
-    connection = std::make_shared<Connection>(*this);
-    ++connections_opened;
+  if (reused) {
+    AddBusy(connection);
+  } else {
+    connection = OpenConnection();
   }
+  connection->Begin(std::move(request), handler, reused);
+}
+
+std::shared_ptr<Connection> ClientState::OpenConnection() {
+  auto connection = std::make_shared<Connection>(*this);
+  ++connections_opened;
+  AddBusy(connection);
+  return connection;
+}
+
+void ClientState::AddBusy(const std::shared_ptr<Connection>& connection) {
   connection->busy_index = busy.size();
   busy.push_back(connection);
-  connection->Begin(std::move(request), handler, reused);
 }
 
 void ClientState::RemoveBusy(Connection* connection) {

@@ -1,8 +1,9 @@
 // net/http_client.h
 //
 // Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP or TLS on one EventLoop: keep-alive
-// connection reuse, one connection per in-flight request, chunked transfer decoding, per-request
-// deadlines, size limits, client-side cancellation at a chosen instant, and the FaultPlan seam.
+// connection reuse, one retry of a request that a stale kept-alive connection lost before any response byte, one
+// connection per in-flight request, chunked transfer decoding, per-request deadlines, size limits,
+// client-side cancellation at a chosen instant, and the FaultPlan seam.
 // TLS verifies certificates by default (OpenSSL, system trust store or a given CA file).
 // The bearer token is sent as `Authorization: Bearer ...` and never logged or echoed in errors.
 // Does not own: SSE/NDJSON framing (net/sse.h, net/ndjson.h) or what the body means (dialect/).
@@ -97,15 +98,30 @@ enum class TransportEnd {
 const char* TransportEndName(TransportEnd end);
 
 // Receives one request's events, all on the loop thread, in this order:
-// OnConnected? OnRequestWritten? OnHeaders? OnBody* OnEnd (always, exactly once, last).
+//   OnConnected? OnRequestWritten? [OnStaleConnectionRetry OnConnected? OnRequestWritten?]
+//   OnHeaders? OnBody* OnEnd (always, exactly once, last).
 // OnConnected runs inside Start() when a pooled connection is reused; OnEnd never runs inside
 // Start(). The handler may be destroyed in OnEnd; the client does not touch it afterwards.
 // Callbacks may call Start() and Shutdown() on the same client, but must not destroy it.
+//
+// Stale-connection retry: a server may close a kept-alive connection (its idle timeout, or right
+// after a response) while our request is already on its way; the close arrives after the pool's
+// check, and the request fails without a single response byte. Such a request is sent again,
+// once, on a new connection, and the handler hears OnStaleConnectionRetry before that
+// connection's OnConnected(at, false). Only when all of these hold: the failed attempt ran on a
+// *reused* connection; it ended by EOF, reset or broken pipe (a write or read error, or an
+// injected FaultPlan fault) before any response byte was read. Never after a response byte,
+// never from a new connection, hence never twice; a failure of the retry is the request's end.
+// The request keeps its start instant, total deadline and cancel_at; connect, first-byte and idle
+// deadlines run afresh on the new connection. Note that a server may have received the first
+// attempt completely (it closed without answering); such a request reaches it twice.
 class ResponseHandler {
  public:
   virtual ~ResponseHandler() = default;
   virtual void OnConnected(MonoTime /*at*/, bool /*reused*/) {}
   virtual void OnRequestWritten(MonoTime /*at*/) {}
+  // The request is being sent again on a new connection; `reason` says how the reused one failed.
+  virtual void OnStaleConnectionRetry(MonoTime /*at*/, std::string_view /*reason*/) {}
   virtual void OnHeaders(MonoTime at, const ResponseHead& head) = 0;
   // One piece of the de-chunked body, as read. An error aborts the request (kHandlerAborted).
   virtual Status OnBody(MonoTime at, std::string_view bytes) = 0;
@@ -133,7 +149,7 @@ class HttpClient {
   void Shutdown();
 
   std::size_t in_flight() const;
-  std::size_t connections_opened() const;  // new connections attempted (not reuses)
+  std::size_t connections_opened() const;  // new connections attempted (not reuses), retries too
 
  private:
   struct Impl;
