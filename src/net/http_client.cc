@@ -25,6 +25,8 @@
 //   any response byte is sent again on a new connection (the contract is in http_client.h). The
 //   retry starts from Finish(), which every failure passes through, while the request's bytes are
 //   still held; the new connection takes them over with the handler, start and deadlines.
+// - The server's Keep-Alive announcement (timeout, max) is applied when a response completes, so
+//   a connection the server is about to drop is neither pooled nor taken from the pool.
 //
 // Wire format: RFC 9112 (HTTP/1.1 message syntax, chunked transfer coding); parsing by Beast.
 #include "net/http_client.h"
@@ -36,6 +38,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -52,6 +56,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <openssl/ssl.h>
@@ -84,6 +89,53 @@ std::string Millis(Nanos d) {
   char text[48];
   std::snprintf(text, sizeof text, "%.1f ms", ToMillis(d));
   return text;
+}
+
+// The parameters of a `Keep-Alive: timeout=5, max=100` response header (RFC 2068 section
+// 19.7.1.1; not in RFC 9112, but sent by Apache, nginx and cpp-httplib). Malformed parameters
+// are ignored, as if absent.
+struct KeepAliveParams {
+  std::optional<Nanos> timeout;
+  std::optional<std::uint64_t> max;
+};
+
+KeepAliveParams ParseKeepAlive(std::string_view value) {
+  KeepAliveParams params;
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    return s;
+  };
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    const std::string_view item = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) continue;
+    const std::string_view name = trim(item.substr(0, equals));
+    const std::string_view number = trim(item.substr(equals + 1));
+    const char* end = number.data() + number.size();
+    if (boost::beast::iequals(BeastStringView(name.data(), name.size()), "timeout")) {
+      double seconds = 0;
+      const auto parsed = std::from_chars(number.data(), end, seconds);
+      if (parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(seconds) &&
+          seconds >= 0 && seconds < 1e9) {
+        params.timeout = FromSeconds(seconds);
+      }
+    } else if (boost::beast::iequals(BeastStringView(name.data(), name.size()), "max")) {
+      std::uint64_t count = 0;
+      const auto parsed = std::from_chars(number.data(), end, count);
+      if (parsed.ec == std::errc() && parsed.ptr == end) params.max = count;
+    }
+  }
+  return params;
+}
+
+// How long before the server's announced idle timeout we stop reusing a connection: the server's
+// timer started when it sent the response's last byte, and our request needs time to reach it.
+Nanos KeepAliveMargin(Nanos timeout) {
+  return std::min<Nanos>(std::chrono::seconds(1), timeout / 4);
 }
 
 enum class Phase { kIdle, kConnecting, kWriting, kAwaitingHeaders, kReadingBody };
@@ -156,8 +208,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Finish(TransportEnd end, std::string detail, bool keep_alive);
   // Closes the socket; the connection is never used again.
   void Close();
-  // True if a pooled connection can carry another request (no EOF, no unsolicited bytes).
-  bool LooksAlive();
+  // True if a pooled connection can carry another request at `now`: the server's announced idle
+  // timeout (less the margin) has not run out, and it shows no EOF and no unsolicited bytes.
+  bool LooksAlive(MonoTime now);
   bool active() const { return active_; }
 
   std::size_t busy_index = 0;
@@ -189,6 +242,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool StaleBeforeResponse(TransportEnd end) const;
   // Moves the active request, unchanged, to a new connection and closes this one.
   void RetryOnNewConnection(std::string reason);
+  // Reads the response's Keep-Alive announcement; true if the server allows another request.
+  bool ServerAllowsAnother(MonoTime now);
   tcp::socket& Lowest() { return tls_ ? tls_->next_layer() : *plain_; }
 
   void Connect();
@@ -220,6 +275,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool timer_armed_ = false;
   MonoTime timer_at_{};
   bool closed_ = false;
+
+  // What the server announced in Keep-Alive, for the life of the connection.
+  std::optional<Nanos> server_idle_timeout_;
+  std::optional<std::uint64_t> requests_left_;  // max=N, less the requests sent since
+  MonoTime reusable_until_ = MonoTime::max();   // pooled: reuse only before this instant
 
   // The active request.
   std::uint64_t gen_ = 0;
@@ -306,6 +366,7 @@ void Connection::Begin(HttpRequest&& request, ResponseHandler* handler, bool reu
   head_request_ = request.method == "HEAD";
   client.SerializeHead(request, out_head_);
   out_body_ = std::move(request.body);
+  if (reused && requests_left_) --*requests_left_;
   BeginAttempt(reused, start_);
 }
 
@@ -421,8 +482,8 @@ void Connection::Close() {
   client_ = nullptr;
 }
 
-bool Connection::LooksAlive() {
-  if (closed_) return false;
+bool Connection::LooksAlive(MonoTime now) {
+  if (closed_ || now >= reusable_until_) return false;
   if (tls_ && SSL_pending(tls_->native_handle()) > 0) return false;
   char byte;
   const ssize_t got = ::recv(Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -668,8 +729,10 @@ void Connection::Consume(const char* data, std::size_t size) {
     return;
   }
   if (parser_->is_done()) {
-    // No pipelining: bytes after the response mean the connection is not clean.
-    const bool keep_alive = parser_->keep_alive() && used == input.size();
+    // No pipelining: bytes after the response mean the connection is not clean. Beast's
+    // keep_alive() is false after `Connection: close` (and for HTTP/1.0 without keep-alive).
+    const bool keep_alive =
+        parser_->keep_alive() && used == input.size() && ServerAllowsAnother(read_at_);
     Finish(TransportEnd::kComplete, std::string(), keep_alive);
     return;
   }
@@ -683,6 +746,18 @@ void Connection::Consume(const char* data, std::size_t size) {
     return;
   }
   Read();
+}
+
+bool Connection::ServerAllowsAnother(MonoTime now) {
+  const KeepAliveParams announced = ParseKeepAlive(head_.Header("Keep-Alive"));
+  if (announced.timeout) server_idle_timeout_ = announced.timeout;
+  if (announced.max) requests_left_ = announced.max;
+  if (requests_left_ && *requests_left_ == 0) return false;
+  if (!server_idle_timeout_) return true;
+  const Nanos usable = *server_idle_timeout_ - KeepAliveMargin(*server_idle_timeout_);
+  if (usable <= Nanos(0)) return false;
+  reusable_until_ = AddSaturating(now, usable);
+  return true;
 }
 
 void Connection::OnEof() {
@@ -932,11 +1007,12 @@ void ClientState::SerializeHead(const HttpRequest& request, std::string& out) co
 
 void ClientState::Start(HttpRequest&& request, ResponseHandler* handler) {
   BAKEOFF_CHECK(handler != nullptr);
+  const MonoTime now = clock.Now();
   std::shared_ptr<Connection> connection;
   while (!idle.empty()) {
     std::shared_ptr<Connection> candidate = std::move(idle.back());
     idle.pop_back();
-    if (candidate->LooksAlive()) {
+    if (candidate->LooksAlive(now)) {
       connection = std::move(candidate);
       break;
     }

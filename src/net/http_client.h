@@ -1,7 +1,8 @@
 // net/http_client.h
 //
 // Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP or TLS on one EventLoop: keep-alive
-// connection reuse, one retry of a request that a stale kept-alive connection lost before any response byte, one
+// connection reuse (honouring `Connection: close` and the server's `Keep-Alive: timeout, max`),
+// one retry of a request that a stale kept-alive connection lost before any response byte, one
 // connection per in-flight request, chunked transfer decoding, per-request deadlines, size limits,
 // client-side cancellation at a chosen instant, and the FaultPlan seam.
 // TLS verifies certificates by default (OpenSSL, system trust store or a given CA file).
@@ -137,7 +138,17 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Starts `request` now, reusing an idle keep-alive connection or opening a new one. A pooled
-  // connection that the server has closed (or that holds unsolicited bytes) is discarded first.
+  // connection is discarded instead of reused when the server has closed it or sent unsolicited
+  // bytes, or when its idle time has reached the server's announced keep-alive timeout less a
+  // safety margin. A connection is never pooled after a response that said `Connection: close`
+  // (or was HTTP/1.0 without keep-alive) or that used up the server's announced request count.
+  // `Keep-Alive: timeout=T, max=N` (the de-facto header of RFC 2068 section 19.7.1.1, which
+  // Apache, nginx and cpp-httplib send) is read as follows: T seconds is the server's idle
+  // timeout; the connection is reused only while idle for less than T - min(1 s, T/4). N is the
+  // number of further requests the connection may carry after this response (Apache's count:
+  // its last keep-alive response says max=1, the one after it `Connection: close`); max=0 means
+  // none, and the connection is closed. A header that lacks either parameter leaves the earlier
+  // announcement of that parameter in force; the count is decremented with every reuse.
   // Deadlines run on the steady clock; the Clock given to the constructor stamps the callbacks.
   // REQUIRES: on the loop thread; `handler` outlives the request (until its OnEnd); the
   // EventLoop outlives this client.

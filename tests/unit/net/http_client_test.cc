@@ -579,6 +579,97 @@ TEST(HttpClientTest, RetryKeepsTheTotalDeadlineAndCancelInstant) {
   EXPECT_LT(cancelled.end_at - starts[1], 300ms);
 }
 
+TEST(HttpClientTest, ConnectionCloseHeaderEndsReuseEvenWhenTheServerKeepsItOpen) {
+  t::ScriptedServer server(
+      {t::Send(t::HttpHead(200, {{"Content-Length", "2"}, {"Connection", "close"}}) + "ok")});
+  EventLoop loop;
+  HttpClient client(loop, EndpointOf(server.url()), TestOptions());
+  const auto handlers = RunInTurn(loop, client, 3);
+  for (const auto& handler : handlers) {
+    EXPECT_EQ(handler->end, TransportEnd::kComplete) << handler->detail;
+    EXPECT_EQ(handler->connections, std::vector<bool>{false});
+  }
+  EXPECT_EQ(client.connections_opened(), 3u);
+  EXPECT_EQ(server.connections_accepted(), 3);
+}
+
+// A response announcing `Keep-Alive` with the given parameters (e.g. "timeout=5, max=1").
+t::Script KeepAliveResponse(const std::string& parameters) {
+  return {t::Send(t::HttpHead(200, {{"Content-Length", "2"}, {"Keep-Alive", parameters}}) + "ok")};
+}
+
+TEST(HttpClientTest, KeepAliveMaxIsTheNumberOfFurtherRequests) {
+  // Apache's countdown: max=1 on the first response, max=0 on the second. The server keeps the
+  // connection open all the same; the client must not send a third request on it.
+  t::ScriptedServer server([](const t::CapturedRequest& request) {
+    return KeepAliveResponse("timeout=5, max=" + std::to_string(1 - request.index_on_connection % 2));
+  });
+  EventLoop loop;
+  HttpClient client(loop, EndpointOf(server.url()), TestOptions());
+  const auto handlers = RunInTurn(loop, client, 3);
+  std::vector<bool> reused;
+  for (const auto& handler : handlers) {
+    EXPECT_EQ(handler->end, TransportEnd::kComplete) << handler->detail;
+    EXPECT_EQ(handler->retries, 0);
+    reused.push_back(handler->connected_reused);
+  }
+  EXPECT_EQ(reused, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(server.connections_accepted(), 2);
+}
+
+TEST(HttpClientTest, KeepAliveMaxAnnouncedOnceCountsDown) {
+  t::ScriptedServer server([](const t::CapturedRequest& request) {
+    if (request.index_on_connection == 0) return KeepAliveResponse("max=2");
+    return t::Script{t::Send(t::FullResponse(200, "ok"))};
+  });
+  EventLoop loop;
+  HttpClient client(loop, EndpointOf(server.url()), TestOptions());
+  const auto handlers = RunInTurn(loop, client, 4);
+  std::vector<bool> reused;
+  for (const auto& handler : handlers) reused.push_back(handler->connected_reused);
+  EXPECT_EQ(reused, (std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(server.connections_accepted(), 2);
+}
+
+TEST(HttpClientTest, KeepAliveTimeoutLessAMarginLimitsIdleReuse) {
+  // timeout=2 s: reusable while idle for less than 2 s - min(1 s, 2 s / 4) = 1.5 s. The injected
+  // clock moves the idle time; the server never closes.
+  t::ScriptedServer server(KeepAliveResponse("timeout=2, max=100"));
+  ManualClock clock(std::chrono::steady_clock::now());
+  EventLoop loop;
+  HttpClient client(loop, EndpointOf(server.url()), TestOptions(), clock);
+  std::vector<bool> reused;
+  for (const Nanos idle : {Nanos(0), Nanos(1400ms), Nanos(1500ms), Nanos(0)}) {
+    clock.Advance(idle);
+    RecordingHandler handler;
+    client.Start(Post(), &handler);
+    loop.RunUntilIdle();
+    EXPECT_EQ(handler.end, TransportEnd::kComplete) << handler.detail;
+    reused.push_back(handler.connected_reused);
+  }
+  EXPECT_EQ(reused, (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(server.connections_accepted(), 2);
+}
+
+TEST(HttpClientTest, KeepAliveZeroOrMalformedParameters) {
+  struct Case {
+    const char* parameters;
+    int connections;  // for three requests in turn
+  };
+  for (const Case& c : {Case{"timeout=0", 3}, Case{"max=0", 3}, Case{"timeout=5, max=0", 3},
+                        Case{"TIMEOUT = \"5\" , MAX=\"9\"", 1}, Case{"timeout=x, max=-1", 1},
+                        Case{"timeout=0.4", 1}, Case{"", 1}}) {
+    t::ScriptedServer server(KeepAliveResponse(c.parameters));
+    EventLoop loop;
+    HttpClient client(loop, EndpointOf(server.url()), TestOptions());
+    const auto handlers = RunInTurn(loop, client, 3);
+    for (const auto& handler : handlers) {
+      EXPECT_EQ(handler->end, TransportEnd::kComplete) << c.parameters << ": " << handler->detail;
+    }
+    EXPECT_EQ(server.connections_accepted(), c.connections) << c.parameters;
+  }
+}
+
 TEST(HttpClientTest, RefusedConnectionIsConnectFailed) {
   auto handler = RunOne(ClosedPortUrl(), Post());
   EXPECT_EQ(handler->end, TransportEnd::kConnectFailed);
