@@ -34,6 +34,7 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   a.backoff_waits = step.backoff_waits;
   a.backoff_total_s = ToSeconds(step.backoff_total);
   a.warmup_requests = c.warmup;
+  a.stale_retries = c.stale_retries;
   a.measured_requests = c.measured;
   for (int i = 0; i < measure::kOutcomeCount; ++i) {
     if (c.outcomes[i] > 0) {
@@ -163,7 +164,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
                    {"measured", a.measured_requests},
                    {"outcomes", a.outcomes},
                    {"error_examples", a.error_examples},
-                   {"session_turns_skipped", a.session_turns_skipped}};
+                   {"session_turns_skipped", a.session_turns_skipped},
+                   {"stale_connection_retries", a.stale_retries}};
   j["duration_s"] = a.duration_s;
   j["throughput"] = {{"requests_per_s", a.request_rate_per_s},
                      {"offered_requests_per_s", a.offered_rate_per_s},

@@ -93,6 +93,7 @@ struct StepAnalysis {
   std::vector<std::string> generator_limited_reasons;
   bool interrupted = false;
   std::string stopped_reason;  // non-empty: the step was stopped early because the server was gone
+  std::uint64_t stale_retries = 0;  // requests resent once after a stale kept-alive connection
   std::uint64_t backoff_waits = 0;  // closed loop: sends delayed after connection failures
   double backoff_total_s = 0;
   std::uint64_t session_turns_skipped = 0;  // trace replay: turns not sent after a failed turn

@@ -54,6 +54,11 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
     }
     for (const std::string& example : s.error_examples) fmt::format_to(it, "  e.g. {}\n", example);
     if (!s.stopped_reason.empty()) fmt::format_to(it, "{}: {}\n", s.label, s.stopped_reason);
+    if (s.stale_retries > 0) {
+      fmt::format_to(it, "{}: {} requests resent once on a new connection: the server had closed the "
+                         "kept-alive one before answering (not errors; records.jsonl stale_retry_ns)\n",
+                     s.label, s.stale_retries);
+    }
     if (s.backoff_waits > 0) {
       fmt::format_to(it, "{}: backed off {} times ({:.1f} s in all) after connection failures\n", s.label,
                      s.backoff_waits, s.backoff_total_s);

@@ -53,6 +53,18 @@ void Exchange::OnConnected(MonoTime at, bool reused) {
 
 void Exchange::OnRequestWritten(MonoTime at) { record_.request_written = at; }
 
+void Exchange::OnStaleConnectionRetry(MonoTime at, std::string_view reason) {
+  BAKEOFF_CHECK(record_.connection_reused && !record_.stale_retry_at)
+      << "request #" << record_.id << ": the client retries only a first try on a reused connection";
+  record_.stale_retry_at = at;
+  record_.stale_retry_reason = reason;
+  // The first try's connection instants no longer describe the request; intended_send and
+  // send_start stay, so send lag and response time still count from the plan and the first try.
+  record_.connected.reset();
+  record_.request_written.reset();
+  record_.connection_reused = false;
+}
+
 void Exchange::OnHeaders(MonoTime at, const net::ResponseHead& head) {
   record_.headers_received = at;
   record_.http_status = head.status;

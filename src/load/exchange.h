@@ -2,7 +2,8 @@
 //
 // Owns: one request/response exchange as measured: it receives the HTTP client's events for one
 // request, frames the body (SSE), decodes it (OpenAI dialect), stamps every instant into a
-// measure::RequestRecord and decides the request's single Outcome when the transport ends.
+// measure::RequestRecord and decides the request's single Outcome when the transport ends. A
+// stale-connection retry by the client is recorded (instant, reason), never an outcome.
 // Does not own: when to send (load/worker.h) or the transport (net/http_client.h).
 //
 // Thread-safety: used on one worker's event-loop thread only.
@@ -35,6 +36,8 @@ class Exchange final : public net::ResponseHandler {
 
   void OnConnected(MonoTime at, bool reused) override;
   void OnRequestWritten(MonoTime at) override;
+  // Not an outcome: the record keeps the instant and reason, and the retry's result decides.
+  void OnStaleConnectionRetry(MonoTime at, std::string_view reason) override;
   void OnHeaders(MonoTime at, const net::ResponseHead& head) override;
   Status OnBody(MonoTime at, std::string_view bytes) override;
   void OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) override;

@@ -57,6 +57,7 @@ std::string RecordToJsonLine(const RequestRecord& r, MonoTime t0) {
   fmt::format_to(it, ",\"http_status\":{},\"intended_send_ns\":{}", r.http_status,
                  (r.intended_send - t0).count());
   AppendInstant(out, "send_start_ns", r.send_start, t0);
+  AppendInstant(out, "stale_retry_ns", r.stale_retry_at, t0);
   AppendInstant(out, "connected_ns", r.connected, t0);
   AppendInstant(out, "request_written_ns", r.request_written, t0);
   AppendInstant(out, "headers_ns", r.headers_received, t0);
@@ -73,6 +74,10 @@ std::string RecordToJsonLine(const RequestRecord& r, MonoTime t0) {
   fmt::format_to(it, ",\"counted_tokens\":{},\"output_tokens\":{},\"output_tokens_estimated\":{}",
                  r.counted_tokens, r.OutputTokens(), r.OutputTokensEstimated());
   if (r.invalid_utf8) out.append(",\"invalid_utf8\":true");
+  if (r.stale_retry_at) {
+    out.append(",\"stale_retry_reason\":");
+    AppendJsonString(out, r.stale_retry_reason);
+  }
   if (!r.finish_reason.empty()) {
     out.append(",\"finish_reason\":");
     AppendJsonString(out, r.finish_reason);

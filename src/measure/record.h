@@ -55,6 +55,10 @@ struct RequestRecord {
 
   MonoTime intended_send;                     // from the plan; always set
   std::optional<MonoTime> send_start;         // the client began the request (pool or connect)
+  // A reused connection went stale before any response byte and the client began the request
+  // again on a new connection at this instant (net/http_client.h). send_start stays the first
+  // try's; connected, request_written and connection_reused describe the retry.
+  std::optional<MonoTime> stale_retry_at;
   std::optional<MonoTime> connected;          // a connection was ready (new or reused)
   std::optional<MonoTime> request_written;    // last request byte handed to the socket
   std::optional<MonoTime> headers_received;
@@ -67,6 +71,7 @@ struct RequestRecord {
 
   bool connection_reused = false;
   bool invalid_utf8 = false;  // some generated text was not valid UTF-8 (counted all the same)
+  std::string stale_retry_reason;  // how the stale connection failed; empty without a retry
   std::uint32_t prompt_tokens_planned = 0;
   std::uint32_t max_tokens = 0;
   std::optional<std::uint64_t> usage_prompt_tokens;      // server usage report

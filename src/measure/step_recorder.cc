@@ -47,6 +47,7 @@ void StepRecorder::Add(const RequestRecord& r) {
   }
   ++c.measured;
   ++c.outcomes[static_cast<std::size_t>(r.outcome)];
+  if (r.stale_retry_at) ++c.stale_retries;
   if (r.send_start) {
     ++c.sent;
     s.send_lag_ms.Add(Ms(*r.send_start - r.intended_send));
@@ -121,6 +122,7 @@ void StepRecorder::Merge(const StepRecorder& other) {
   c.good += o.good;
   for (std::size_t i = 0; i < c.outcomes.size(); ++i) c.outcomes[i] += o.outcomes[i];
   c.input_tokens += o.input_tokens;
+  c.stale_retries += o.stale_retries;
   c.prompts_counted += o.prompts_counted;
   c.prompt_tokens_planned += o.prompt_tokens_planned;
   c.prompt_tokens_counted += o.prompt_tokens_counted;

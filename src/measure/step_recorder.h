@@ -87,6 +87,7 @@ struct StepCounts {
   bool prompt_tokens_from_server = false;
   // Ok requests whose usage counted the prompt: their planned and their counted prompt tokens,
   // so a step says how far the server's count was from the plan.
+  std::uint64_t stale_retries = 0;  // measured requests resent after a stale kept-alive connection
   std::uint64_t prompts_counted = 0;
   std::uint64_t prompt_tokens_planned = 0;
   std::uint64_t prompt_tokens_counted = 0;

@@ -4,6 +4,8 @@
 // client asks the plan before every I/O operation (resolve, connect, TLS handshake, each write,
 // each read); when the plan says so, that operation fails as if the peer had reset the connection.
 // Tests loop the failing index upward until a request completes, asserting exactly one outcome.
+// Like a real reset, a fault on a reused connection before any response byte is retried once on a
+// new connection (the stale-connection retry of net/http_client.h).
 //
 // Thread-safety: one plan per event loop thread.
 #pragma once

@@ -20,7 +20,13 @@
 //   capture a shared_ptr to the connection, so a closed connection lives until its last
 //   callback has run.
 // - A pooled connection is checked with a non-blocking MSG_PEEK before reuse: a server that
-//   closed an idle keep-alive connection (EOF) or sent unsolicited bytes is not reused.
+//   closed an idle keep-alive connection (EOF) or sent unsolicited bytes is not reused. The check
+//   cannot see a close that is still on its way, so a request that such a connection loses before
+//   any response byte is sent again on a new connection (the contract is in http_client.h). The
+//   retry starts from Finish(), which every failure passes through, while the request's bytes are
+//   still held; the new connection takes them over with the handler, start and deadlines.
+// - The server's Keep-Alive announcement (timeout, max) is applied when a response completes, so
+//   a connection the server is about to drop is neither pooled nor taken from the pool.
 //
 // Wire format: RFC 9112 (HTTP/1.1 message syntax, chunked transfer coding); parsing by Beast.
 #include "net/http_client.h"
@@ -32,6 +38,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -48,6 +56,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <openssl/ssl.h>
@@ -82,6 +91,53 @@ std::string Millis(Nanos d) {
   return text;
 }
 
+// The parameters of a `Keep-Alive: timeout=5, max=100` response header (RFC 2068 section
+// 19.7.1.1; not in RFC 9112, but sent by Apache, nginx and cpp-httplib). Malformed parameters
+// are ignored, as if absent.
+struct KeepAliveParams {
+  std::optional<Nanos> timeout;
+  std::optional<std::uint64_t> max;
+};
+
+KeepAliveParams ParseKeepAlive(std::string_view value) {
+  KeepAliveParams params;
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    return s;
+  };
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    const std::string_view item = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) continue;
+    const std::string_view name = trim(item.substr(0, equals));
+    const std::string_view number = trim(item.substr(equals + 1));
+    const char* end = number.data() + number.size();
+    if (boost::beast::iequals(BeastStringView(name.data(), name.size()), "timeout")) {
+      double seconds = 0;
+      const auto parsed = std::from_chars(number.data(), end, seconds);
+      if (parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(seconds) &&
+          seconds >= 0 && seconds < 1e9) {
+        params.timeout = FromSeconds(seconds);
+      }
+    } else if (boost::beast::iequals(BeastStringView(name.data(), name.size()), "max")) {
+      std::uint64_t count = 0;
+      const auto parsed = std::from_chars(number.data(), end, count);
+      if (parsed.ec == std::errc() && parsed.ptr == end) params.max = count;
+    }
+  }
+  return params;
+}
+
+// How long before the server's announced idle timeout we stop reusing a connection: the server's
+// timer started when it sent the response's last byte, and our request needs time to reach it.
+Nanos KeepAliveMargin(Nanos timeout) {
+  return std::min<Nanos>(std::chrono::seconds(1), timeout / 4);
+}
+
 enum class Phase { kIdle, kConnecting, kWriting, kAwaitingHeaders, kReadingBody };
 
 class Connection;
@@ -93,6 +149,9 @@ struct ClientState {
 
   void Start(HttpRequest&& request, ResponseHandler* handler);
   void Shutdown();
+  // A new, unconnected connection, counted and registered as busy.
+  std::shared_ptr<Connection> OpenConnection();
+  void AddBusy(const std::shared_ptr<Connection>& connection);
   void RemoveBusy(Connection* connection);
   void SerializeHead(const HttpRequest& request, std::string& out) const;
   std::string Where() const { return endpoint.host + ":" + endpoint.port; }
@@ -145,11 +204,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Begin(HttpRequest&& request, ResponseHandler* handler, bool reused);
   // Ends the active request with `end`; returns the connection to the pool when `keep_alive`,
   // otherwise closes it. Calls OnEnd last: nothing of this connection may be touched after.
+  // A stale reused connection's failure does not end the request: it moves to a new connection.
   void Finish(TransportEnd end, std::string detail, bool keep_alive);
   // Closes the socket; the connection is never used again.
   void Close();
-  // True if a pooled connection can carry another request (no EOF, no unsolicited bytes).
-  bool LooksAlive();
+  // True if a pooled connection can carry another request at `now`: the server's announced idle
+  // timeout (less the margin) has not run out, and it shows no EOF and no unsolicited bytes.
+  bool LooksAlive(MonoTime now);
   bool active() const { return active_; }
 
   std::size_t busy_index = 0;
@@ -172,6 +233,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   // Ends the request from a fresh loop turn, so that OnEnd never runs inside Start().
   void PostFinish(TransportEnd end, std::string detail);
+  // Starts sending the request already held (handler, bytes, start and deadlines) on this
+  // connection: writes at once when `reused`, otherwise connects first.
+  void BeginAttempt(bool reused, MonoTime now);
+  // Makes this connection idle (no active request) and no longer busy; the timer is stopped.
+  void EndActive();
+  // True if the active request failed only because its reused connection had gone stale.
+  bool StaleBeforeResponse(TransportEnd end) const;
+  // Moves the active request, unchanged, to a new connection and closes this one.
+  void RetryOnNewConnection(std::string reason);
+  // Reads the response's Keep-Alive announcement; true if the server allows another request.
+  bool ServerAllowsAnother(MonoTime now);
   tcp::socket& Lowest() { return tls_ ? tls_->next_layer() : *plain_; }
 
   void Connect();
@@ -204,14 +276,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   MonoTime timer_at_{};
   bool closed_ = false;
 
+  // What the server announced in Keep-Alive, for the life of the connection.
+  std::optional<Nanos> server_idle_timeout_;
+  std::optional<std::uint64_t> requests_left_;  // max=N, less the requests sent since
+  MonoTime reusable_until_ = MonoTime::max();   // pooled: reuse only before this instant
+
   // The active request.
   std::uint64_t gen_ = 0;
   std::uint64_t callback_gen_ = 0;  // gen_ when the parser was last fed
   bool active_ = false;
   bool reused_ = false;
+  bool response_started_ = false;  // a response byte was read in this attempt
   Phase phase_ = Phase::kIdle;
   ResponseHandler* handler_ = nullptr;
   MonoTime start_{};
+  MonoTime attempt_start_{};  // this connection's attempt; after a stale retry, later than start_
   MonoTime written_at_{};
   MonoTime last_progress_{};
   MonoTime total_deadline_{};
@@ -280,27 +359,34 @@ Connection::Connection(ClientState& client) : client_(&client), timer_(client.co
 void Connection::Begin(HttpRequest&& request, ResponseHandler* handler, bool reused) {
   ClientState& client = *client_;
   BAKEOFF_CHECK(!active_) << "a connection carries one request at a time";
-  active_ = true;
   handler_ = handler;
-  reused_ = reused;
   start_ = client.clock.Now();
-  last_progress_ = start_;
   total_deadline_ = AddSaturating(start_, client.options.deadlines.total);
   cancel_at_ = request.cancel_at;
   head_request_ = request.method == "HEAD";
   client.SerializeHead(request, out_head_);
   out_body_ = std::move(request.body);
+  if (reused && requests_left_) --*requests_left_;
+  BeginAttempt(reused, start_);
+}
+
+void Connection::BeginAttempt(bool reused, MonoTime now) {
+  active_ = true;
+  reused_ = reused;
+  attempt_start_ = now;
+  last_progress_ = now;
   written_ = 0;
   ResetParser();
   pending_.clear();
   handler_error_.clear();
   body_bytes_ = 0;
+  response_started_ = false;
 
   const std::uint64_t gen = gen_;
   if (reused) {
     phase_ = Phase::kWriting;
     ArmTimer();
-    handler_->OnConnected(start_, true);
+    handler_->OnConnected(now, true);
     if (!Current(gen)) return;
     Write();
   } else {
@@ -327,7 +413,23 @@ void Connection::Finish(TransportEnd end, std::string detail, bool keep_alive) {
   ClientState* client = client_;
   ResponseHandler* handler = handler_;
   BAKEOFF_CHECK(active_ && client != nullptr && handler != nullptr);
+  if (StaleBeforeResponse(end)) {
+    RetryOnNewConnection(std::move(detail));
+    return;
+  }
   const MonoTime now = client->clock.Now();
+  auto self = shared_from_this();  // `busy` may hold the last reference
+  EndActive();
+  std::string().swap(out_body_);  // the request body can be large; do not keep it pooled
+  if (keep_alive) {
+    client->idle.push_back(self);
+  } else {
+    Close();
+  }
+  handler->OnEnd(now, end, detail);
+}
+
+void Connection::EndActive() {
   active_ = false;
   handler_ = nullptr;
   phase_ = Phase::kIdle;
@@ -336,15 +438,35 @@ void Connection::Finish(TransportEnd end, std::string detail, bool keep_alive) {
     timer_armed_ = false;
     timer_.cancel();
   }
-  std::string().swap(out_body_);   // the request body can be large; do not keep it pooled
+  client_->RemoveBusy(this);
+}
+
+bool Connection::StaleBeforeResponse(TransportEnd end) const {
+  // kReset covers EOF, ECONNRESET and EPIPE on write or read (and injected faults); a timeout or
+  // a cancellation is not a stale connection. A retry runs on a new connection (not reused_), so
+  // it is never retried again.
+  return end == TransportEnd::kReset && reused_ && !response_started_;
+}
+
+void Connection::RetryOnNewConnection(std::string reason) {
+  ClientState& client = *client_;
+  ResponseHandler* handler = handler_;
+  const MonoTime now = client.clock.Now();
   auto self = shared_from_this();  // `busy` may hold the last reference
-  client->RemoveBusy(this);
-  if (keep_alive) {
-    client->idle.push_back(self);
-  } else {
-    Close();
-  }
-  handler->OnEnd(now, end, detail);
+  std::shared_ptr<Connection> fresh = client.OpenConnection();
+  fresh->handler_ = handler;
+  fresh->start_ = start_;
+  fresh->total_deadline_ = total_deadline_;
+  fresh->cancel_at_ = cancel_at_;
+  fresh->head_request_ = head_request_;
+  fresh->out_head_.swap(out_head_);
+  fresh->out_body_.swap(out_body_);
+  EndActive();
+  Close();
+  // Connecting reports nothing synchronously, so the handler hears of the retry before any event
+  // of the new attempt, and a Shutdown() from this callback finds the new connection busy.
+  fresh->BeginAttempt(/*reused=*/false, now);
+  handler->OnStaleConnectionRetry(now, reason);
 }
 
 void Connection::Close() {
@@ -360,8 +482,8 @@ void Connection::Close() {
   client_ = nullptr;
 }
 
-bool Connection::LooksAlive() {
-  if (closed_) return false;
+bool Connection::LooksAlive(MonoTime now) {
+  if (closed_ || now >= reusable_until_) return false;
   if (tls_ && SSL_pending(tls_->native_handle()) > 0) return false;
   char byte;
   const ssize_t got = ::recv(Lowest().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -573,6 +695,7 @@ void Connection::OnData(const error_code& ec, const char* data, std::size_t size
   }
   read_at_ = client_->clock.Now();
   last_progress_ = read_at_;
+  if (size > 0) response_started_ = true;
   Consume(data, size);
 }
 
@@ -606,8 +729,10 @@ void Connection::Consume(const char* data, std::size_t size) {
     return;
   }
   if (parser_->is_done()) {
-    // No pipelining: bytes after the response mean the connection is not clean.
-    const bool keep_alive = parser_->keep_alive() && used == input.size();
+    // No pipelining: bytes after the response mean the connection is not clean. Beast's
+    // keep_alive() is false after `Connection: close` (and for HTTP/1.0 without keep-alive).
+    const bool keep_alive =
+        parser_->keep_alive() && used == input.size() && ServerAllowsAnother(read_at_);
     Finish(TransportEnd::kComplete, std::string(), keep_alive);
     return;
   }
@@ -621,6 +746,18 @@ void Connection::Consume(const char* data, std::size_t size) {
     return;
   }
   Read();
+}
+
+bool Connection::ServerAllowsAnother(MonoTime now) {
+  const KeepAliveParams announced = ParseKeepAlive(head_.Header("Keep-Alive"));
+  if (announced.timeout) server_idle_timeout_ = announced.timeout;
+  if (announced.max) requests_left_ = announced.max;
+  if (requests_left_ && *requests_left_ == 0) return false;
+  if (!server_idle_timeout_) return true;
+  const Nanos usable = *server_idle_timeout_ - KeepAliveMargin(*server_idle_timeout_);
+  if (usable <= Nanos(0)) return false;
+  reusable_until_ = AddSaturating(now, usable);
+  return true;
 }
 
 void Connection::OnEof() {
@@ -717,7 +854,7 @@ Connection::Deadline Connection::NextDeadline() const {
   };
   switch (phase_) {
     case Phase::kConnecting:
-      consider(AddSaturating(start_, limits.connect), TransportEnd::kTimeoutConnect);
+      consider(AddSaturating(attempt_start_, limits.connect), TransportEnd::kTimeoutConnect);
       break;
     case Phase::kWriting:  // a server that stops reading our request body
       consider(AddSaturating(last_progress_, limits.idle), TransportEnd::kTimeoutIdle);
@@ -870,24 +1007,36 @@ void ClientState::SerializeHead(const HttpRequest& request, std::string& out) co
 
 void ClientState::Start(HttpRequest&& request, ResponseHandler* handler) {
   BAKEOFF_CHECK(handler != nullptr);
+  const MonoTime now = clock.Now();
   std::shared_ptr<Connection> connection;
   while (!idle.empty()) {
     std::shared_ptr<Connection> candidate = std::move(idle.back());
     idle.pop_back();
-    if (candidate->LooksAlive()) {
+    if (candidate->LooksAlive(now)) {
       connection = std::move(candidate);
       break;
     }
     candidate->Close();
   }
   const bool reused = connection != nullptr;
-  if (!reused) {
-    connection = std::make_shared<Connection>(*this);
-    ++connections_opened;
+  if (reused) {
+    AddBusy(connection);
+  } else {
+    connection = OpenConnection();
   }
+  connection->Begin(std::move(request), handler, reused);
+}
+
+std::shared_ptr<Connection> ClientState::OpenConnection() {
+  auto connection = std::make_shared<Connection>(*this);
+  ++connections_opened;
+  AddBusy(connection);
+  return connection;
+}
+
+void ClientState::AddBusy(const std::shared_ptr<Connection>& connection) {
   connection->busy_index = busy.size();
   busy.push_back(connection);
-  connection->Begin(std::move(request), handler, reused);
 }
 
 void ClientState::RemoveBusy(Connection* connection) {

@@ -1,8 +1,10 @@
 // net/http_client.h
 //
 // Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP or TLS on one EventLoop: keep-alive
-// connection reuse, one connection per in-flight request, chunked transfer decoding, per-request
-// deadlines, size limits, client-side cancellation at a chosen instant, and the FaultPlan seam.
+// connection reuse (honouring `Connection: close` and the server's `Keep-Alive: timeout, max`),
+// one retry of a request that a stale kept-alive connection lost before any response byte, one
+// connection per in-flight request, chunked transfer decoding, per-request deadlines, size limits,
+// client-side cancellation at a chosen instant, and the FaultPlan seam.
 // TLS verifies certificates by default (OpenSSL, system trust store or a given CA file).
 // The bearer token is sent as `Authorization: Bearer ...` and never logged or echoed in errors.
 // Does not own: SSE/NDJSON framing (net/sse.h, net/ndjson.h) or what the body means (dialect/).
@@ -97,15 +99,30 @@ enum class TransportEnd {
 const char* TransportEndName(TransportEnd end);
 
 // Receives one request's events, all on the loop thread, in this order:
-// OnConnected? OnRequestWritten? OnHeaders? OnBody* OnEnd (always, exactly once, last).
+//   OnConnected? OnRequestWritten? [OnStaleConnectionRetry OnConnected? OnRequestWritten?]
+//   OnHeaders? OnBody* OnEnd (always, exactly once, last).
 // OnConnected runs inside Start() when a pooled connection is reused; OnEnd never runs inside
 // Start(). The handler may be destroyed in OnEnd; the client does not touch it afterwards.
 // Callbacks may call Start() and Shutdown() on the same client, but must not destroy it.
+//
+// Stale-connection retry: a server may close a kept-alive connection (its idle timeout, or right
+// after a response) while our request is already on its way; the close arrives after the pool's
+// check, and the request fails without a single response byte. Such a request is sent again,
+// once, on a new connection, and the handler hears OnStaleConnectionRetry before that
+// connection's OnConnected(at, false). Only when all of these hold: the failed attempt ran on a
+// *reused* connection; it ended by EOF, reset or broken pipe (a write or read error, or an
+// injected FaultPlan fault) before any response byte was read. Never after a response byte,
+// never from a new connection, hence never twice; a failure of the retry is the request's end.
+// The request keeps its start instant, total deadline and cancel_at; connect, first-byte and idle
+// deadlines run afresh on the new connection. Note that a server may have received the first
+// attempt completely (it closed without answering); such a request reaches it twice.
 class ResponseHandler {
  public:
   virtual ~ResponseHandler() = default;
   virtual void OnConnected(MonoTime /*at*/, bool /*reused*/) {}
   virtual void OnRequestWritten(MonoTime /*at*/) {}
+  // The request is being sent again on a new connection; `reason` says how the reused one failed.
+  virtual void OnStaleConnectionRetry(MonoTime /*at*/, std::string_view /*reason*/) {}
   virtual void OnHeaders(MonoTime at, const ResponseHead& head) = 0;
   // One piece of the de-chunked body, as read. An error aborts the request (kHandlerAborted).
   virtual Status OnBody(MonoTime at, std::string_view bytes) = 0;
@@ -121,7 +138,17 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Starts `request` now, reusing an idle keep-alive connection or opening a new one. A pooled
-  // connection that the server has closed (or that holds unsolicited bytes) is discarded first.
+  // connection is discarded instead of reused when the server has closed it or sent unsolicited
+  // bytes, or when its idle time has reached the server's announced keep-alive timeout less a
+  // safety margin. A connection is never pooled after a response that said `Connection: close`
+  // (or was HTTP/1.0 without keep-alive) or that used up the server's announced request count.
+  // `Keep-Alive: timeout=T, max=N` (the de-facto header of RFC 2068 section 19.7.1.1, which
+  // Apache, nginx and cpp-httplib send) is read as follows: T seconds is the server's idle
+  // timeout; the connection is reused only while idle for less than T - min(1 s, T/4). N is the
+  // number of further requests the connection may carry after this response (Apache's count:
+  // its last keep-alive response says max=1, the one after it `Connection: close`); max=0 means
+  // none, and the connection is closed. A header that lacks either parameter leaves the earlier
+  // announcement of that parameter in force; the count is decremented with every reuse.
   // Deadlines run on the steady clock; the Clock given to the constructor stamps the callbacks.
   // REQUIRES: on the loop thread; `handler` outlives the request (until its OnEnd); the
   // EventLoop outlives this client.
@@ -133,7 +160,7 @@ class HttpClient {
   void Shutdown();
 
   std::size_t in_flight() const;
-  std::size_t connections_opened() const;  // new connections attempted (not reuses)
+  std::size_t connections_opened() const;  // new connections attempted (not reuses), retries too
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <mutex>
 
 #include "load/runner.h"
@@ -296,6 +297,174 @@ TEST(MisbehavingServerTest, FaultCountdownAlwaysYieldsExactlyOneRecord) {
     }
   }
   EXPECT_TRUE(completed_clean) << "the request never completed without a fault";
+}
+
+// ---- kept-alive connections that the server closes ----
+//
+// Each case runs the closed loop at concurrency 1, 4, 16 and 64 against a fresh server. Every
+// request must end ok; a stale-connection retry is recorded, happens only after a reused first
+// try (Exchange checks that on every retry), and the server answered exactly as many requests as
+// the run made: none was answered twice.
+
+constexpr std::uint64_t kKeepAliveRequests = 200;
+constexpr std::uint32_t kConcurrencies[] = {1, 4, 16, 64};
+
+struct KeepAliveRun {
+  std::vector<RequestRecord> records;
+  std::size_t retries = 0;
+};
+
+KeepAliveRun RunKeepAliveCase(const t::ScriptedServer& server, std::uint32_t concurrency) {
+  const RunOutput out = RunSteps(SpecFor(server.port(), kKeepAliveRequests, concurrency));
+  EXPECT_LT(out.wall, 30s);
+  KeepAliveRun run;
+  run.records = out.sunk;
+  EXPECT_EQ(run.records.size(), kKeepAliveRequests);
+  for (const RequestRecord& r : run.records) {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << "concurrency " << concurrency << ": " << r.error;
+    if (!r.stale_retry_at) continue;
+    ++run.retries;
+    EXPECT_FALSE(r.stale_retry_reason.empty());
+    EXPECT_FALSE(r.connection_reused) << "the retry runs on a new connection";
+    EXPECT_TRUE(r.send_start && r.connected);
+    if (!r.send_start || !r.connected) continue;
+    EXPECT_LE(*r.send_start, *r.stale_retry_at) << "send_start stays the first try's";
+    EXPECT_LE(*r.stale_retry_at, *r.connected);
+  }
+  EXPECT_EQ(server.requests_answered(), run.records.size())
+      << "concurrency " << concurrency << ": a request was answered twice, or not at all";
+  return run;
+}
+
+t::Script StreamThen(std::vector<t::Step> after, t::HeaderList head_headers = {}) {
+  t::SseScriptOptions options;
+  options.head_headers = std::move(head_headers);
+  t::Script script = t::SseScript({kRoleChunk, ContentChunk("a"), kFinishChunk, kUsageChunk},
+                                  options);
+  script.insert(script.end(), after.begin(), after.end());
+  return script;
+}
+
+TEST(MisbehavingServerTest, ServerClosingAfterEveryResponseWithoutSayingSo) {
+  // llama.cpp's case: the FIN races the reuse check; what slips through is retried.
+  for (const std::uint32_t concurrency : kConcurrencies) {
+    t::ScriptedServer server(StreamThen({t::Close()}));
+    const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
+    EXPECT_EQ(server.requests().size(), kKeepAliveRequests) << "nothing was received twice";
+    std::printf("concurrency %u: %zu stale retries\n", concurrency, run.retries);
+  }
+}
+
+TEST(MisbehavingServerTest, ServerClosingIdleConnectionsAfterAFewMilliseconds) {
+  for (const std::uint32_t concurrency : kConcurrencies) {
+    t::ServerOptions options;
+    options.idle_close = 2ms;
+    t::ScriptedServer server(StreamThen({}), options);
+    const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
+    EXPECT_EQ(server.requests().size(), kKeepAliveRequests) << "nothing was received twice";
+    std::printf("concurrency %u: %zu stale retries\n", concurrency, run.retries);
+  }
+}
+
+TEST(MisbehavingServerTest, ConnectionCloseIsHonouredEvenWhenTheServerKeepsItOpen) {
+  for (const std::uint32_t concurrency : kConcurrencies) {
+    t::ScriptedServer server(StreamThen({}, {{"Connection", "close"}}));
+    const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
+    EXPECT_EQ(run.retries, 0u);
+    for (const RequestRecord& r : run.records) EXPECT_FALSE(r.connection_reused);
+    EXPECT_EQ(server.connections_accepted(), static_cast<int>(kKeepAliveRequests));
+  }
+}
+
+TEST(MisbehavingServerTest, KeepAliveMaxIsHonouredBeforeTheServerCloses) {
+  // Apache-style: each response announces how many more requests the connection takes, and the
+  // server closes silently after the last. Honouring max, the client never meets the close.
+  constexpr int kPerConnection = 3;
+  for (const std::uint32_t concurrency : kConcurrencies) {
+    t::ScriptedServer server([](const t::CapturedRequest& request) {
+      const int left = kPerConnection - 1 - request.index_on_connection;
+      return StreamThen(left == 0 ? std::vector<t::Step>{t::Close()} : std::vector<t::Step>{},
+                        {{"Keep-Alive", "timeout=5, max=" + std::to_string(left)}});
+    });
+    const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
+    EXPECT_EQ(run.retries, 0u) << "concurrency " << concurrency;
+    for (const t::CapturedRequest& request : server.requests()) {
+      EXPECT_LT(request.index_on_connection, kPerConnection);
+    }
+  }
+}
+
+TEST(MisbehavingServerTest, ServerDroppingEverySecondRequestOfAConnection) {
+  // The server reads the second request of each connection completely (or only its head), then
+  // closes or resets without a byte: each such request is retried once, on a new connection.
+  struct Case {
+    const char* name;
+    t::HeadAction on_head;  // kServe: drop after the whole request
+    t::Step drop;
+  };
+  for (const Case& c : {Case{"close", t::HeadAction::kServe, t::Close()},
+                        Case{"reset", t::HeadAction::kServe, t::Reset()},
+                        Case{"reset at head", t::HeadAction::kReset, t::Close()}}) {
+    for (const std::uint32_t concurrency : kConcurrencies) {
+      t::ServerOptions options;
+      options.head_action = [&c](const t::CapturedRequest& head) {
+        return head.index_on_connection == 1 ? c.on_head : t::HeadAction::kServe;
+      };
+      t::ScriptedServer server(
+          [&c](const t::CapturedRequest& request) {
+            return request.index_on_connection == 1 ? t::Script{c.drop} : StreamThen({});
+          },
+          options);
+      const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
+      const auto received = server.requests();
+      const std::size_t dropped = received.size() - server.requests_answered() + server.heads_dropped();
+      EXPECT_EQ(run.retries, dropped) << c.name << ", concurrency " << concurrency;
+      EXPECT_GE(run.retries, kKeepAliveRequests - 2 * concurrency) << c.name;
+      for (const t::CapturedRequest& request : received) {
+        if (!request.answered) {
+          EXPECT_EQ(request.index_on_connection, 1) << "only reused connections drop requests";
+        }
+      }
+    }
+  }
+}
+
+TEST(MisbehavingServerTest, StaleRetryLimits) {
+  // Answers only the first request of the first connection. Second request: its reused
+  // connection drops it, the retry's new connection too: a reset, with the retry recorded.
+  // Third: a new connection drops it: a reset, not retried. Fourth: same.
+  t::ScriptedServer dropping([](const t::CapturedRequest& request) {
+    if (request.connection == 0 && request.index_on_connection == 0) return GoodStream();
+    return t::Script{t::Close()};
+  });
+  const RunOutput out = RunSteps(SpecFor(dropping.port(), 4));
+  const auto& records = out.sunk;
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].outcome, Outcome::kOk) << records[0].error;
+  EXPECT_FALSE(records[0].stale_retry_at);
+  EXPECT_EQ(records[1].outcome, Outcome::kReset);
+  EXPECT_TRUE(records[1].stale_retry_at);
+  for (std::size_t i = 2; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].outcome, Outcome::kReset) << records[i].error;
+    EXPECT_FALSE(records[i].stale_retry_at) << "a new connection's failure is not retried";
+    EXPECT_FALSE(records[i].connection_reused);
+  }
+  EXPECT_EQ(dropping.requests().size(), 5u);
+  EXPECT_EQ(dropping.requests_answered(), 1u);
+
+  // A reset after the first response byte of a reused connection: the server has the request.
+  t::ScriptedServer late_reset([](const t::CapturedRequest& request) {
+    if (request.index_on_connection == 0) return GoodStream();
+    return t::Script{t::Send(t::ChunkedHead()), t::Sleep(20ms), t::Reset()};
+  });
+  const RunOutput late = RunSteps(SpecFor(late_reset.port(), 6));
+  ASSERT_EQ(late.sunk.size(), 6u);
+  for (const RequestRecord& r : late.sunk) {
+    EXPECT_FALSE(r.stale_retry_at);
+    EXPECT_EQ(r.outcome, r.connection_reused ? Outcome::kReset : Outcome::kOk) << r.error;
+  }
+  EXPECT_EQ(late_reset.requests().size(), 6u) << "no request was sent twice";
+  EXPECT_EQ(late_reset.requests_answered(), 6u);
 }
 
 TEST(MisbehavingServerTest, InterruptCancelsInFlightAndKeepsTheirRecords) {

@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -75,10 +77,12 @@ std::string HttpHead(int status, const HeaderList& headers) {
   return out;
 }
 
-std::string ChunkedHead(int status, std::string_view content_type) {
-  return HttpHead(status, {{"Content-Type", std::string(content_type)},
-                           {"Transfer-Encoding", "chunked"},
-                           {"Cache-Control", "no-cache"}});
+std::string ChunkedHead(int status, std::string_view content_type, const HeaderList& extra) {
+  HeaderList headers = {{"Content-Type", std::string(content_type)},
+                        {"Transfer-Encoding", "chunked"},
+                        {"Cache-Control", "no-cache"}};
+  headers.insert(headers.end(), extra.begin(), extra.end());
+  return HttpHead(status, headers);
 }
 
 std::string Chunk(std::string_view data) {
@@ -116,7 +120,7 @@ std::string SseEvent(std::string_view data) {
 
 Script SseScript(const std::vector<std::string>& events, const SseScriptOptions& options) {
   Script script;
-  script.push_back(Send(ChunkedHead()));
+  script.push_back(Send(ChunkedHead(200, "text/event-stream", options.head_headers)));
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto delay = i == 0 ? options.first_delay : options.gap;
     if (delay.count() > 0) script.push_back(Sleep(delay));
@@ -169,26 +173,43 @@ class ScriptedServer::Io {
     }
   }
 
+  // Waits until a byte can be read (or the peer closed, or the server stops); false on timeout.
+  bool WaitReadable(std::chrono::nanoseconds timeout) {
+    if (ssl_ != nullptr && SSL_pending(ssl_) > 0) return true;
+    pollfd entry{fd_, POLLIN, 0};
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    const timespec limit{static_cast<time_t>(seconds.count()),
+                         static_cast<long>((timeout - seconds).count())};
+    while (true) {
+      const int ready = ::ppoll(&entry, 1, &limit, nullptr);
+      if (ready < 0 && errno == EINTR) continue;  // may wait longer than asked; tests allow it
+      return ready != 0;
+    }
+  }
+
   // Makes the coming close(2) abortive: the peer sees a reset (RST), not an orderly FIN.
   void Reset() {
     const linger abortive{1, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abortive, sizeof abortive);
   }
 
-  bool WriteAll(std::string_view bytes) {
-    while (!bytes.empty()) {
+  // Returns how many bytes were handed to the kernel (all of them unless the write failed).
+  std::size_t WriteAll(std::string_view bytes) {
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+      const std::string_view rest = bytes.substr(written);
       if (ssl_ != nullptr) {
-        const int sent = SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size()));
-        if (sent <= 0) return false;
-        bytes.remove_prefix(static_cast<std::size_t>(sent));
+        const int sent = SSL_write(ssl_, rest.data(), static_cast<int>(rest.size()));
+        if (sent <= 0) break;
+        written += static_cast<std::size_t>(sent);
       } else {
-        const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        const ssize_t sent = ::send(fd_, rest.data(), rest.size(), MSG_NOSIGNAL);
         if (sent < 0 && errno == EINTR) continue;
-        if (sent <= 0) return false;
-        bytes.remove_prefix(static_cast<std::size_t>(sent));
+        if (sent <= 0) break;
+        written += static_cast<std::size_t>(sent);
       }
     }
-    return true;
+    return written;
   }
 
  private:
@@ -261,6 +282,18 @@ std::vector<CapturedRequest> ScriptedServer::requests() const {
   return requests_;
 }
 
+std::size_t ScriptedServer::requests_answered() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::seconds(5), [this] { return sends_in_progress_ == 0; });
+  return static_cast<std::size_t>(std::count_if(requests_.begin(), requests_.end(),
+                                                [](const CapturedRequest& r) { return r.answered; }));
+}
+
+std::size_t ScriptedServer::heads_dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return heads_dropped_;
+}
+
 int ScriptedServer::connections_accepted() const {
   std::lock_guard<std::mutex> lock(mu_);
   return accepted_;
@@ -300,14 +333,15 @@ void ScriptedServer::Forget(int fd) {
 
 namespace {
 
-// Reads one request into `request`, keeping extra bytes in `buffer`. False on EOF or bad input.
+// Reads one request head into `request` (method, target, headers), keeping the bytes after it in
+// `buffer`, and returns its Content-Length. Nothing on EOF or bad input.
 template <typename ReadFn>
-bool ReadRequest(ReadFn&& read, std::string& buffer, CapturedRequest& request) {
+std::optional<std::size_t> ReadHead(ReadFn&& read, std::string& buffer, CapturedRequest& request) {
   char chunk[16 * 1024];
   std::size_t head_end;
   while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
     const std::size_t got = read(chunk, sizeof chunk);
-    if (got == 0) return false;
+    if (got == 0) return std::nullopt;
     buffer.append(chunk, got);
   }
   const std::string head = buffer.substr(0, head_end);
@@ -316,7 +350,7 @@ bool ReadRequest(ReadFn&& read, std::string& buffer, CapturedRequest& request) {
   const std::string request_line = head.substr(0, line_end);
   const std::size_t space1 = request_line.find(' ');
   const std::size_t space2 = request_line.find(' ', space1 + 1);
-  if (space1 == std::string::npos || space2 == std::string::npos) return false;
+  if (space1 == std::string::npos || space2 == std::string::npos) return std::nullopt;
   request.method = request_line.substr(0, space1);
   request.target = request_line.substr(space1 + 1, space2 - space1 - 1);
   std::size_t content_length = 0;
@@ -334,6 +368,14 @@ bool ReadRequest(ReadFn&& read, std::string& buffer, CapturedRequest& request) {
     if (EqualsIgnoreCase(name, "Content-Length")) content_length = std::stoul(value);
     request.headers.emplace_back(std::move(name), std::move(value));
   }
+  return content_length;
+}
+
+// Reads a body of `content_length` bytes into `request`. False on EOF.
+template <typename ReadFn>
+bool ReadBody(ReadFn&& read, std::string& buffer, std::size_t content_length,
+              CapturedRequest& request) {
+  char chunk[16 * 1024];
   while (buffer.size() < content_length) {
     const std::size_t got = read(chunk, sizeof chunk);
     if (got == 0) return false;
@@ -359,15 +401,13 @@ void ScriptedServer::Serve(int fd, int connection) {
   }
   Io io(fd, ssl);
   std::string buffer;
-  auto read = [&io](char* data, std::size_t size) { return io.Read(data, size); };
   bool open = true;
-  while (open) {
+  for (int index_on_connection = 0; open; ++index_on_connection) {
     std::size_t request_index = 0;
     CapturedRequest request;
     request.connection = connection;
-    if (options_.read_request) {
-      if (!ReadRequest(read, buffer, request)) break;
-    }
+    request.index_on_connection = index_on_connection;
+    if (options_.read_request && !ReadNext(io, buffer, request)) break;
     request.received_at = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -389,6 +429,24 @@ void ScriptedServer::Serve(int fd, int connection) {
   Forget(fd);
 }
 
+bool ScriptedServer::ReadNext(Io& io, std::string& buffer, CapturedRequest& request) {
+  if (options_.idle_close.count() > 0 && request.index_on_connection > 0 && buffer.empty() &&
+      !io.WaitReadable(options_.idle_close)) {
+    return false;  // idle too long: Serve() closes the connection
+  }
+  auto read = [&io](char* data, std::size_t size) { return io.Read(data, size); };
+  const std::optional<std::size_t> content_length = ReadHead(read, buffer, request);
+  if (!content_length) return false;
+  const HeadAction action = options_.head_action ? options_.head_action(request) : HeadAction::kServe;
+  if (action != HeadAction::kServe) {
+    if (action == HeadAction::kReset) io.Reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++heads_dropped_;
+    return false;
+  }
+  return ReadBody(read, buffer, *content_length, request);
+}
+
 bool ScriptedServer::SleepFor(std::chrono::nanoseconds duration) {
   const SteadyTime until = std::chrono::steady_clock::now() + duration;
   std::unique_lock<std::mutex> lock(mu_);
@@ -399,10 +457,20 @@ bool ScriptedServer::Play(Io& io, const Script& script, std::size_t request_inde
   for (const Step& step : script) {
     switch (step.kind) {
       case Step::Kind::kSend: {
-        if (!io.WriteAll(step.bytes)) return false;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++sends_in_progress_;
+        }
+        const std::size_t written = io.WriteAll(step.bytes);
         const SteadyTime now = std::chrono::steady_clock::now();
-        std::lock_guard<std::mutex> lock(mu_);
-        requests_[request_index].sent_at.push_back(now);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          --sends_in_progress_;
+          if (written > 0) requests_[request_index].answered = true;
+          if (written == step.bytes.size()) requests_[request_index].sent_at.push_back(now);
+        }
+        cv_.notify_all();
+        if (written < step.bytes.size()) return false;
         break;
       }
       case Step::Kind::kSleep:

@@ -10,6 +10,18 @@
 //                          Send(LastChunk())});
 //   ... connect to server.url() ...
 //
+// Connection behaviours of real servers, for keep-alive tests:
+// - close right after a response without saying so: end the script with Close();
+// - `Connection: close` or `Keep-Alive: timeout=T, max=N`: put the header in the head (a
+//   Responder can count down max=N with CapturedRequest::index_on_connection and Close() after
+//   the last request it allows);
+// - close a connection idle for a while (a keep-alive timeout): ServerOptions::idle_close;
+// - drop a connection just as a request arrives: a Responder returning {Close()} or {Reset()}
+//   after reading the whole request, or ServerOptions::head_action to drop it after its head,
+//   before the body is read (the client may still be writing it).
+// requests() holds the requests received completely; requests_answered() counts those that got
+// at least one response byte, so a test can prove that no request was answered twice.
+//
 // Does not own: HTTP correctness of what it sends (scripts may send anything, on purpose).
 //
 // Thread-safety: the public methods may be called from any thread. The destructor stops every
@@ -58,8 +70,9 @@ Step Hang();   // do nothing until the server is destroyed (or ServerOptions::ha
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // "HTTP/1.1 <status> <reason>\r\n<headers>\r\n"; add Content-Length or Transfer-Encoding yourself.
 std::string HttpHead(int status, const HeaderList& headers = {});
-// A head for a chunked body, "text/event-stream" by default.
-std::string ChunkedHead(int status = 200, std::string_view content_type = "text/event-stream");
+// A head for a chunked body, "text/event-stream" by default, with `extra` headers at the end.
+std::string ChunkedHead(int status = 200, std::string_view content_type = "text/event-stream",
+                        const HeaderList& extra = {});
 // One chunk in chunked transfer coding (RFC 9112 section 7.1). REQUIRES: !data.empty().
 std::string Chunk(std::string_view data);
 // The last chunk and the end of the chunked body: "0\r\n\r\n".
@@ -74,20 +87,30 @@ struct SseScriptOptions {
   std::chrono::nanoseconds first_delay{0};  // after the head, before the first event
   std::chrono::nanoseconds gap{0};          // between events
   bool done_marker = true;                  // end with "data: [DONE]"
+  HeaderList head_headers{};                // added to the head (e.g. Connection, Keep-Alive)
 };
 // A chunked SSE response: head, then one chunk per event with the given delays, then the end.
 Script SseScript(const std::vector<std::string>& events, const SseScriptOptions& options = {});
 
 // ---- what the server saw ----
 struct CapturedRequest {
-  int connection = 0;  // 0-based index of the accepted connection that carried it
+  int connection = 0;           // 0-based index of the accepted connection that carried it
+  int index_on_connection = 0;  // 0-based: how many requests that connection carried before
   std::string method;
   std::string target;
   HeaderList headers;
   std::string body;
   SteadyTime received_at{};         // the whole request had been read; the script starts
   std::vector<SteadyTime> sent_at;  // one per Send step played for this request
+  bool answered = false;            // at least one response byte was handed to the kernel
   std::string_view Header(std::string_view name) const;  // case-insensitive; "" if absent
+};
+
+// What to do with a request once its head is read (ServerOptions::head_action).
+enum class HeadAction {
+  kServe,  // read the body, record the request, play the script
+  kClose,  // close at once without reading the body (unread bytes make the kernel send RST)
+  kReset,  // abortive close (SO_LINGER 0)
 };
 
 struct ServerOptions {
@@ -98,6 +121,14 @@ struct ServerOptions {
   bool read_request = true;
   // Upper bound for Hang() (keeps a broken test bounded).
   std::chrono::nanoseconds hang_limit = std::chrono::seconds(30);
+  // Non-zero: a kept-alive connection that waits this long for the next request's first byte
+  // after a response is closed (FIN, without a word), as a server's keep-alive timeout does. A new
+  // connection's first request is waited for without limit.
+  std::chrono::nanoseconds idle_close{0};
+  // Null: serve every request. Otherwise called with each request's head (no body yet, `body`
+  // empty, `received_at` unset); kClose/kReset drop the connection there. A dropped request is
+  // not in requests() but counted by heads_dropped().
+  std::function<HeadAction(const CapturedRequest& head)> head_action{};
 };
 
 class ScriptedServer {
@@ -114,7 +145,11 @@ class ScriptedServer {
   std::uint16_t port() const { return port_; }
   std::string url() const;  // "http://127.0.0.1:<port>" (https when TLS)
 
-  std::vector<CapturedRequest> requests() const;
+  std::vector<CapturedRequest> requests() const;  // received completely, in arrival order
+  // Of those, the requests answered with at least one byte. Waits (up to 5 s) for Send steps in
+  // progress, so that bytes a client has already received are always counted.
+  std::size_t requests_answered() const;
+  std::size_t heads_dropped() const;               // dropped by ServerOptions::head_action
   int connections_accepted() const;
   // Waits until at least `count` requests were read; false on timeout.
   bool WaitForRequests(std::size_t count, std::chrono::nanoseconds timeout) const;
@@ -127,6 +162,8 @@ class ScriptedServer {
   // Returns false when the connection must end (closed, reset, hang, write failure).
   bool Play(Io& io, const Script& script, std::size_t request_index);
   bool SleepFor(std::chrono::nanoseconds duration);  // false if stopped
+  // Reads the next request into `request`; false when the connection must end.
+  bool ReadNext(Io& io, std::string& buffer, CapturedRequest& request);
   void Forget(int fd);
 
   ServerOptions options_;
@@ -140,6 +177,8 @@ class ScriptedServer {
   mutable std::condition_variable cv_;
   bool stop_ = false;
   int accepted_ = 0;
+  std::size_t heads_dropped_ = 0;
+  int sends_in_progress_ = 0;
   std::set<int> live_fds_;
   std::vector<std::thread> workers_;
   std::vector<CapturedRequest> requests_;

@@ -35,6 +35,26 @@ TEST(RecordTest, JsonLineRoundTripsInstantsRelativeToT0) {
   EXPECT_EQ(j["error"], r.error);
   EXPECT_EQ(j["output_tokens"], 2);
   EXPECT_TRUE(j["output_tokens_estimated"].get<bool>());
+  EXPECT_FALSE(j.contains("stale_retry_ns"));  // no retry: neither field
+  EXPECT_FALSE(j.contains("stale_retry_reason"));
+}
+
+TEST(RecordTest, StaleRetryIsWrittenOnlyWhenItHappened) {
+  const MonoTime t0{std::chrono::seconds(50)};
+  RequestRecord r;
+  r.intended_send = t0;
+  r.send_start = t0 + milliseconds(1);
+  r.stale_retry_at = t0 + milliseconds(3);
+  r.stale_retry_reason = "the server closed the kept-alive connection before responding";
+  r.connected = t0 + milliseconds(4);
+  r.outcome = Outcome::kOk;
+  const auto j = nlohmann::json::parse(RecordToJsonLine(r, t0));
+  EXPECT_EQ(j["send_start_ns"], 1'000'000);
+  EXPECT_EQ(j["stale_retry_ns"], 3'000'000);
+  EXPECT_EQ(j["stale_retry_reason"], r.stale_retry_reason);
+  EXPECT_EQ(j["connected_ns"], 4'000'000);
+  EXPECT_FALSE(j["connection_reused"].get<bool>());
+  EXPECT_FALSE(j.contains("error"));
 }
 
 TEST(RecordTest, MultiTokenAndReasoningEventsKeepTheirCounts) {
