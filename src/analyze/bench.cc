@@ -140,7 +140,12 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick) {
   BenchOutcome outcome;
   load::TargetSpec& target = config.run.target;
+  // A stop signal before the load ends the run there: nothing was measured, nothing is written.
+  const auto stopped_early = [&] {
+    return MakeError(ErrorCode::kCancelled, "stopped by a signal before the load began; nothing was measured");
+  };
   Result<target::TargetFacts> facts = target::Discover(target.endpoint, target.client, target.request.model);
+  if (stop.load()) return stopped_early();
   if (!facts.ok()) return facts.error();
   if (facts->model_from_listing) log("model: " + facts->model + " (first listed by /v1/models)");
   target.request.model = facts->model;
@@ -156,10 +161,12 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     plan.request = target.request;
     plan.seed = config.run.seed;
     plan.max_context_tokens = facts->max_context_tokens;
+    plan.stop = &stop;
     const bool synthetic = std::any_of(config.run.steps.begin(), config.run.steps.end(),
                                        [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
     if (synthetic) plan.planned_prompt_tokens = config.run.shape.prompt_tokens;
     const target::PromptCalibration calibrated = target::CalibratePrompts(plan, load::PromptText());
+    if (stop.load()) return stopped_early();
     if (calibrated.checked) target.prompt_sizing = calibrated.sizing;
     NoteCalibration(calibrated, outcome.notes);
     calibration = CalibrationJson(calibrated);
@@ -170,13 +177,15 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                        fmt::format("prompts planned at {} tokens are counted as {:.1f} by the server "
                                    "({:+.1f}%, more than the {:.1f}% tolerance) even after calibration; "
                                    "the run would not measure the planned load. Pass --prompt-tolerance "
-                                   "to accept it or --no-calibrate to skip the check",
+                                   "to accept it or --no-calibrate to skip the check{}",
                                    *calibrated.planned_tokens, *calibrated.achieved_tokens,
-                                   100 * *deviation, 100 * config.prompt_tolerance));
+                                   100 * *deviation, 100 * config.prompt_tolerance,
+                                   calibrated.notes.empty() ? "" : " (calibration: " + fmt::format("{}", fmt::join(calibrated.notes, "; ")) + ")"));
     }
   }
 
   std::error_code ec;
+  const bool out_existed = std::filesystem::exists(config.out_dir, ec);
   std::filesystem::create_directories(config.out_dir, ec);
   if (ec) {
     return MakeError(ErrorCode::kIo, "cannot create --out " + config.out_dir.string() + ": " + ec.message());
@@ -184,7 +193,10 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   outcome.records_path = config.out_dir / "records.jsonl";
   outcome.summary_path = config.out_dir / "summary.json";
   Result<std::unique_ptr<LineWriter>> writer = LineWriter::Open(outcome.records_path);
-  if (!writer.ok()) return writer.error();
+  if (!writer.ok()) {
+    if (!out_existed) std::filesystem::remove(config.out_dir, ec);  // leave no empty folder
+    return writer.error();
+  }
   JsonlRecordSink sink(*writer.value());
 
   const std::string started = IsoTimeNow();

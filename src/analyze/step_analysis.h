@@ -53,7 +53,7 @@ struct StepAnalysis {
   std::uint64_t warmup_requests = 0;
   std::uint64_t measured_requests = 0;
   std::map<std::string, std::uint64_t> outcomes;  // outcome name -> count (measure phase)
-  std::vector<std::string> error_examples;        // first few distinct error messages
+  std::vector<std::string> error_examples;        // the first failure (lowest id) of each outcome kind
   double duration_s = 0;  // first measured send to last measured finish
 
   // bakeoff's own definitions, over measured ok requests.
@@ -92,7 +92,7 @@ struct StepAnalysis {
   bool generator_limited = false;
   std::vector<std::string> generator_limited_reasons;
   bool interrupted = false;
-  std::string stopped_reason;  // non-empty: the step was stopped early because the server was gone
+  std::string stopped_reason;  // non-empty: the step was given up because nothing succeeded
   std::uint64_t stale_retries = 0;  // requests resent once after a stale kept-alive connection
   std::uint64_t backoff_waits = 0;  // closed loop: sends delayed after connection failures
   double backoff_total_s = 0;

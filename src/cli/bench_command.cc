@@ -30,7 +30,7 @@ struct BenchFlags {
   std::string idle_timeout = "60s";
   std::string request_timeout = "30min";
   std::string drain_timeout = "60s";
-  std::string unreachable_timeout = "10s";
+  std::string give_up_after = "10s";
   bool insecure = false;
   std::string ca_file;
   bool no_calibrate = false;
@@ -78,7 +78,7 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
                                 DurationFlag{"--idle-timeout", &f.idle_timeout, &target.client.deadlines.idle},
                                 DurationFlag{"--request-timeout", &f.request_timeout, &target.client.deadlines.total},
                                 DurationFlag{"--drain-timeout", &f.drain_timeout, &config.run.drain_timeout},
-                                DurationFlag{"--unreachable-timeout", &f.unreachable_timeout, &config.run.unreachable_timeout}}) {
+                                DurationFlag{"--give-up-after", &f.give_up_after, &config.run.give_up_after}}) {
     Result<Nanos> parsed = ParseDuration(d.name, *d.text);
     if (!parsed.ok()) return usage(parsed.error().message);
     if (parsed.value() <= Nanos(0)) return usage(std::string(d.name) + ": must be positive");
@@ -95,7 +95,7 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
   config.flags.update({{"url", f.url}, {"workers", f.workers},
                        {"connect_timeout", f.connect_timeout}, {"first_byte_timeout", f.first_byte_timeout},
                        {"idle_timeout", f.idle_timeout}, {"request_timeout", f.request_timeout},
-                       {"drain_timeout", f.drain_timeout}, {"unreachable_timeout", f.unreachable_timeout},
+                       {"drain_timeout", f.drain_timeout}, {"give_up_after", f.give_up_after},
                        {"insecure", f.insecure},
                        {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate},
                        {"prompt_tolerance", f.prompt_tolerance}});
@@ -124,7 +124,7 @@ int RunBenchCommand(const BenchFlags& flags) {
   if (terminal) fmt::print(stderr, "\r\033[K");
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff bench: {}\n", outcome.error().message);
-    return kExitFailure;
+    return outcome.error().code == ErrorCode::kCancelled ? stop.ExitCode() : kExitFailure;
   }
   for (const std::string& note : outcome->notes) log(note);
   return ReportRun(outcome.value(), stop.ExitCode());
@@ -144,8 +144,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_option("--idle-timeout", flags->idle_timeout, "Longest silence within a response")->capture_default_str();
   c->add_option("--request-timeout", flags->request_timeout, "Longest whole request")->capture_default_str();
   c->add_option("--drain-timeout", flags->drain_timeout, "Wait for in-flight requests after the last send")->capture_default_str();
-  c->add_option("--unreachable-timeout", flags->unreachable_timeout,
-                "Stop the run when no request has reached the server for this long")
+  c->add_option("--give-up-after", flags->give_up_after,
+                "Stop the run when no request has succeeded for this long")
       ->capture_default_str();
   c->add_flag("--insecure", flags->insecure, "Do not verify TLS certificates");
   c->add_option("--ca-file", flags->ca_file, "CA bundle for TLS verification");

@@ -96,7 +96,9 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   if (!(f.time_scale > 0) || f.time_scale > 1e6) return usage("--time-scale: must be positive");
   Result<load::ArrivalProcess> arrival = load::ParseArrivalProcess(f.arrival);
   if (!arrival.ok()) return usage("--arrival: " + arrival.error().message);
-  if (!(f.burstiness > 0)) return usage("--burstiness: must be positive");
+  if (!(f.burstiness >= 1e-3 && f.burstiness <= 1e3)) {
+    return usage(fmt::format("--burstiness: {} is not in [0.001, 1000]", f.burstiness));
+  }
   load::StepLimits limits;
   limits.duration = duration;
   if (f.requests > 0) limits.requests = f.requests;
@@ -107,7 +109,7 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     // The schedule is planned whole before the step: its span and size must be representable.
     const double planned = static_cast<double>(limits.requests.value_or(0) + limits.warmup_requests);
     const double span_s = duration ? ToSeconds(*duration + limits.warmup) : planned / rate;
-    if (planned / rate > kMaxDurationSeconds) {
+    if (std::min(planned / rate, duration ? span_s : INFINITY) > kMaxDurationSeconds) {
       return usage(fmt::format("--rate: at {:g}/s, {:g} requests would take {:g} s, longer than bakeoff "
                                "plans ({:g} s); raise --rate or lower --requests",
                                rate, planned, planned / rate, kMaxDurationSeconds));
@@ -147,8 +149,15 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
                          "arrives at once (use --rate with its lengths via bakeoff synth)\n", command);
     }
     double longest_s = 0;
+    std::uint64_t too_long = 0;
     for (const workload::TraceRequest& r : trace->requests) {
       longest_s = std::max({longest_s, r.arrival_s, r.think_time_s.value_or(0)});
+      if (r.input_tokens > kMaxRequestTokens || r.output_tokens > kMaxRequestTokens) ++too_long;
+    }
+    if (too_long > 0) {
+      return usage(fmt::format("--trace: {} requests ask for more than {} prompt or output tokens, more "
+                               "than bakeoff sends (filter them out of the trace)",
+                               too_long, kMaxRequestTokens));
     }
     if (longest_s * f.time_scale > kMaxDurationSeconds) {
       return usage(fmt::format("--trace: arrival or think times up to {:g} s, scaled by --time-scale {:g}, "

@@ -10,13 +10,15 @@ std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 
 extern "C" void OnStopSignal(int signal_number) {
-  if (g_stop.exchange(true)) {
+  // The signal is recorded before the flag is raised, so whoever sees the flag sees the signal.
+  int none = 0;
+  if (!g_signal.compare_exchange_strong(none, signal_number)) {
     // The second signal: the user wants out now.
     std::signal(signal_number, SIG_DFL);
     std::raise(signal_number);
     return;
   }
-  g_signal.store(signal_number);
+  g_stop.store(true);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome);
 // returns the exit code, by the first rule that applies:
 //   `interrupted_exit_code` (128 + signal) when a stop signal ended the run;
 //   1 when summary.json or some record could not be written;
-//   1 when a step was stopped because the server could not be reached;
+//   1 when a step was given up because no request succeeded for --give-up-after;
 //   1 when fewer than half of all measured requests succeeded ("most requests failed");
 //   0 otherwise: the run measured what it planned, failures included.
 int ReportRun(const analyze::BenchOutcome& outcome, int interrupted_exit_code);

@@ -95,7 +95,8 @@ Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
   for (const auto& [name, value] : event.unknown_fields) {
     // llama.cpp reports in-stream errors as an `error:` field rather than `data:`.
     if (name == "error" && stream_error_.empty()) {
-      stream_error_ = dialect::DecodeErrorMessage(value).value_or(value);
+      const std::string redacted = net::RedactSecret(value, secret_);
+      stream_error_ = dialect::DecodeErrorMessage(redacted).value_or(redacted);
     }
   }
   if (event.data.empty()) return Ok{};
@@ -143,7 +144,9 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
                   fmt::format("{}: {}: {}", where, net::TransportEndName(end), detail));
   }
   if (!success_status_) {
-    const std::string message = dialect::DecodeErrorMessage(body_).value_or(body_);
+    // Redacted before decoding: the message is cut to a length, which could split the secret.
+    const std::string body = net::RedactSecret(body_, secret_);
+    const std::string message = dialect::DecodeErrorMessage(body).value_or(body);
     return Finish(Outcome::kHttpError,
                   fmt::format("{}: HTTP {}: {}", where, record_.http_status, message));
   }

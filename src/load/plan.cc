@@ -54,7 +54,7 @@ std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const
           break;
       }
     }
-    if (at_s > kMaxDurationSeconds) break;  // not representable as an instant (see plan.h)
+    if (!(at_s <= kMaxDurationSeconds)) break;  // not representable as an instant (see plan.h)
     const bool warmup = at_s < warmup_s || k < limits.warmup_requests;
     if (!warmup) {
       if (at_s >= end_s) break;

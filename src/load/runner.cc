@@ -50,30 +50,34 @@ struct StepContext {
   std::atomic<std::uint64_t> closed_loop_measured{0};
   std::atomic<std::uint64_t> session_turns_skipped{0};
 
-  // Whether the server can be reached, across the step's workers.
-  std::mutex reachability_mutex;
-  std::uint64_t connection_failures_in_a_row = 0;  // GUARDED_BY(reachability_mutex)
-  std::optional<MonoTime> failing_since;           // GUARDED_BY(reachability_mutex)
-  std::string stopped_reason;                      // GUARDED_BY(reachability_mutex)
+  // Whether requests still succeed, across the step's workers.
+  std::mutex failures_mutex;
+  std::uint64_t failures_in_a_row = 0;    // GUARDED_BY(failures_mutex)
+  std::optional<MonoTime> failing_since;  // GUARDED_BY(failures_mutex)
+  std::string stopped_reason;             // GUARDED_BY(failures_mutex)
   std::atomic<bool> step_stopped{false};
+  std::atomic<bool> all_well{true};  // no failure since the last success: the common, lock-free case
 
-  // Notes whether `record` reached the server; stops the step when none has for too long.
-  void NoteReachability(const RequestRecord& record, MonoTime now) {
-    std::lock_guard lock(reachability_mutex);
-    if (!FailedToConnect(record)) {
-      connection_failures_in_a_row = 0;
+  // Notes how `record` ended; stops the step when nothing has succeeded for too long.
+  void NoteOutcome(const RequestRecord& record, MonoTime now) {
+    if (record.outcome == Outcome::kCancelled) return;  // ours, not the server's
+    const bool ok = record.outcome == Outcome::kOk;
+    if (ok && all_well.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(failures_mutex);
+    if (ok) {
+      failures_in_a_row = 0;
       failing_since.reset();
+      all_well.store(true, std::memory_order_relaxed);
       return;
     }
-    if (connection_failures_in_a_row++ == 0) failing_since = now;
-    if (step_stopped.load() || connection_failures_in_a_row < kUnreachableMinFailures ||
-        now - *failing_since < run->unreachable_timeout) {
+    all_well.store(false, std::memory_order_relaxed);
+    if (failures_in_a_row++ == 0) failing_since = now;
+    if (step_stopped.load() || failures_in_a_row < kGiveUpMinFailures || now - *failing_since < run->give_up_after) {
       return;
     }
     stopped_reason = fmt::format(
-        "stopped: the server could not be reached for {:.1f} s ({} requests in a row failed to "
-        "connect; last: {})",
-        ToSeconds(now - *failing_since), connection_failures_in_a_row, record.error);
+        "stopped: no request succeeded for {:.1f} s ({} failed in a row; last: {})",
+        ToSeconds(now - *failing_since), failures_in_a_row, record.error);
     step_stopped.store(true);
   }
 
@@ -281,7 +285,7 @@ class Worker {
     progress.finished.fetch_add(1, std::memory_order_relaxed);
     progress.tokens.fetch_add(record.OutputTokens(), std::memory_order_relaxed);
     if (record.outcome != Outcome::kOk) progress.failed.fetch_add(1, std::memory_order_relaxed);
-    context_.NoteReachability(record, RealClock().Now());
+    context_.NoteOutcome(record, RealClock().Now());
     const bool connection_failed = StepContext::FailedToConnect(record);
     if (trace_mode()) ContinueSession(record, exchange.answer_text());
     recorder_.Add(record);

@@ -12,7 +12,7 @@
 // Thread-safety: RunLoad blocks the calling thread; the RecordSink is called from worker threads
 // concurrently. `stop` may be set from any thread (a SIGINT watcher) to end the run early: in-flight
 // requests are cancelled and recorded as such. A server that cannot be reached stops a step the
-// same way (RunSpec::unreachable_timeout), and closed-loop slots back off after connection failures.
+// same way (RunSpec::give_up_after), and closed-loop slots back off after connection failures.
 #pragma once
 
 #include <atomic>
@@ -63,9 +63,9 @@ struct RunSpec {
   std::uint32_t workers = 1;
   std::uint64_t seed = 1;
   Nanos drain_timeout = std::chrono::seconds(60);  // after the last send, then cancel the rest
-  // A step stops (and the run with it) when requests have failed to reach the server for this
-  // long, with at least kUnreachableMinFailures failures and no success in between.
-  Nanos unreachable_timeout = std::chrono::seconds(10);
+  // A step stops (and the run with it) when no request has succeeded for this long: at least
+  // kGiveUpMinFailures failures in a row (of any kind but cancelled), the first this long ago.
+  Nanos give_up_after = std::chrono::seconds(10);
   Nanos start_lead = std::chrono::milliseconds(50);  // t0 = now + lead, so workers start together
   std::vector<measure::SloThreshold> slo;  // per-request thresholds the recorders count goodput by
 };
@@ -78,8 +78,8 @@ class RecordSink {
   virtual void Write(const measure::RequestRecord& record, MonoTime t0) = 0;
 };
 
-// Connection failures in a row (no success between) before a step may be judged unreachable.
-inline constexpr std::uint64_t kUnreachableMinFailures = 3;
+// Failures in a row (no success between) before a step may be given up.
+inline constexpr std::uint64_t kGiveUpMinFailures = 3;
 // Closed loop: after a connection failure a slot waits before its next request, doubling from
 // the first wait up to the longest, so a dead server is not hammered (and records.jsonl not
 // flooded). A success resets the wait.
@@ -94,7 +94,7 @@ struct StepResult {
   std::uint64_t planned = 0;        // requests the plan held (open loop)
   bool interrupted = false;         // `stop` was set during this step
   std::uint64_t session_turns_skipped = 0;  // trace replay: turns not sent after a failed turn
-  std::string stopped_reason;       // non-empty: the step was stopped early (the server was gone)
+  std::string stopped_reason;       // non-empty: the step was given up (nothing succeeded for long)
   std::uint64_t backoff_waits = 0;  // closed loop: sends delayed after connection failures
   Nanos backoff_total{0};           // their total delay
 };
@@ -107,8 +107,8 @@ struct Progress {
   std::atomic<std::uint64_t> tokens{0};
 };
 
-// Runs every step in order (stopping early when `stop` is set, or after a step that found the
-// server unreachable). `on_tick` is called on the calling thread about four times a second with
+// Runs every step in order (stopping early when `stop` is set, or after a step that was given
+// up). `on_tick` is called on the calling thread about four times a second with
 // the current step's index and its live counters.
 std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std::atomic<bool>& stop,
                                 const std::function<void(std::size_t, const Progress&)>& on_tick);

@@ -85,9 +85,9 @@ struct StepCounts {
   std::uint64_t output_tokens = 0;  // ok requests
   bool output_tokens_estimated = false;  // some ok request had no server usage report
   bool prompt_tokens_from_server = false;
+  std::uint64_t stale_retries = 0;  // measured requests resent after a stale kept-alive connection
   // Ok requests whose usage counted the prompt: their planned and their counted prompt tokens,
   // so a step says how far the server's count was from the plan.
-  std::uint64_t stale_retries = 0;  // measured requests resent after a stale kept-alive connection
   std::uint64_t prompts_counted = 0;
   std::uint64_t prompt_tokens_planned = 0;
   std::uint64_t prompt_tokens_counted = 0;

@@ -1173,6 +1173,15 @@ std::string RedactSecret(std::string text, std::string_view secret) {
        at = text.find(secret, at + kRedacted.size())) {
     text.replace(at, secret.size(), kRedacted);
   }
+  // Text cut to a length (error bodies, messages ending in "...") may end inside the secret.
+  constexpr std::size_t kShortestTail = 8;
+  const std::size_t end = text.ends_with("...") ? text.size() - 3 : text.size();
+  for (std::size_t length = std::min(secret.size() - 1, end); length >= kShortestTail; --length) {
+    if (std::string_view(text).substr(end - length, length) == secret.substr(0, length)) {
+      text.replace(end - length, length, kRedacted);
+      break;
+    }
+  }
   return text;
 }
 

@@ -178,8 +178,10 @@ struct FetchedResponse {
 Result<FetchedResponse> Fetch(const Endpoint& endpoint, HttpRequest request,
                               const ClientOptions& options);
 
-// `text` with every occurrence of `secret` replaced by "[REDACTED]"; unchanged when `secret` is
-// empty. For any response text that is recorded or printed, since servers echo credentials.
+// `text` with every occurrence of `secret` replaced by "[REDACTED]", and so is a start of the
+// secret (8 bytes or more) at the very end of the text or before a final "...", where text cut
+// to a length may stop inside it; unchanged when `secret` is empty. For any response text that is
+// recorded or printed, since servers echo credentials.
 std::string RedactSecret(std::string text, std::string_view secret);
 
 }  // namespace bakeoff::net

@@ -35,7 +35,7 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
                              const std::string& model);
 
 // A base path that ends in "/v1" (or "/v1/") has it removed: bakeoff appends /v1/... itself.
-// Returns a note for the user when it changed something.
+// Returns a note for the user when it did (trailing slashes alone are dropped silently).
 std::optional<std::string> StripApiVersionSuffix(net::Endpoint& endpoint);
 
 }  // namespace bakeoff::target

@@ -27,8 +27,12 @@ constexpr std::uint32_t kLargeProbes = 4;
 // Prompts built as the run's first requests and counted for the check.
 constexpr std::uint32_t kCheckPrompts = 4;
 
+Error Stopped() { return MakeError(ErrorCode::kCancelled, "stopped by a signal"); }
+bool StopRequested(const CalibrationPlan& plan) { return plan.stop != nullptr && plan.stop->load(); }
+
 Result<std::uint64_t> TokenizeCount(const CalibrationPlan& plan, dialect::TokenizeDialect dialect,
                                     const std::string& text) {
+  if (StopRequested(plan)) return Stopped();
   net::HttpRequest request;
   request.path = dialect::TokenizePath(dialect);
   request.body = dialect::EncodeTokenizeRequest(dialect, plan.request.model, text);
@@ -43,6 +47,7 @@ Result<std::uint64_t> TokenizeCount(const CalibrationPlan& plan, dialect::Tokeni
 // usage.prompt_tokens of a one-token generation of `text`, sent as the run sends prompts.
 Result<std::uint64_t> UsagePromptTokens(const CalibrationPlan& plan, const std::string& text,
                                         std::uint32_t& probes_sent) {
+  if (StopRequested(plan)) return Stopped();
   dialect::GenerationRequest generation = plan.request;
   generation.prompt = text;
   generation.system.clear();

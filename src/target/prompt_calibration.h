@@ -19,6 +19,7 @@
 // Units: tokens and words.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +41,7 @@ struct CalibrationPlan {
   std::optional<std::uint32_t> planned_prompt_tokens;
   std::uint64_t seed = 1;                        // the run's seed: the check uses its first prompts
   std::optional<std::uint64_t> max_context_tokens;  // probes stay well inside it when known
+  const std::atomic<bool>* stop = nullptr;  // when set (a stop signal), no further request is sent
 };
 
 struct PromptCalibration {

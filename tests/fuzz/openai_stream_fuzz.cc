@@ -3,7 +3,8 @@
 // Owns: the libFuzzer harness for the OpenAI-compatible dialect (dialect/openai.h). The input is
 // fed as one stream payload, then split at its first byte's position into two payloads on the same
 // decoder (exercising continuous-usage state), then to DecodeCompletionResponse and
-// DecodeErrorMessage, and finally used as the prompt of an encoded request. Invariants checked:
+// DecodeErrorMessage and every tokenize dialect's DecodeTokenizeCount (dialect/tokenize.h), and
+// finally used as the prompt of an encoded request. Invariants checked:
 // decoding is deterministic; failures are kProtocol with a short, valid-UTF-8 message; every view
 // a chunk returns is readable (ASan); an error message is at most 1024 bytes (+ "..."); the encoded
 // request is valid JSON and, for valid UTF-8 input, gives the prompt back unchanged.
@@ -16,6 +17,7 @@
 
 #include "core/check.h"
 #include "dialect/openai.h"
+#include "dialect/tokenize.h"
 
 namespace {
 
@@ -77,6 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (const auto message = bakeoff::dialect::DecodeErrorMessage(input)) {
     BAKEOFF_CHECK(message->size() <= kMaxErrorBytes && ValidUtf8(*message));
+  }
+
+  for (const bakeoff::dialect::TokenizeDialect dialect : bakeoff::dialect::kTokenizeDialects) {
+    const Result<std::uint64_t> count = bakeoff::dialect::DecodeTokenizeCount(dialect, input);
+    BAKEOFF_CHECK(count.ok() || count.error().code == ErrorCode::kProtocol) << count.error().message;
   }
 
   bakeoff::dialect::GenerationRequest request;

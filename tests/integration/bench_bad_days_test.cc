@@ -49,18 +49,35 @@ TEST(BenchBadDaysTest, ADeadServerStopsTheStepWithoutFloodingTheDisk) {
   const auto out = FreshDir("bakeoff_dead_server");
   const auto started = std::chrono::steady_clock::now();
   const Finished f = RunBakeoff({"bench", "--url", Url(server.value()->port()), "--concurrency", "4",
-                                 "--duration", "60s", "--no-calibrate", "--unreachable-timeout", "1s",
+                                 "--duration", "60s", "--no-calibrate", "--give-up-after", "1s",
                                  "--out", out.string()});
   EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
   EXPECT_EQ(f.exit_code, 1) << f.output;
-  EXPECT_NE(f.output.find("could not be reached"), std::string::npos) << f.output;
+  EXPECT_NE(f.output.find("no request succeeded"), std::string::npos) << f.output;
   const auto summary = nlohmann::json::parse(ReadFile(out / "summary.json").value());
   const auto& step = summary["steps"][0];
-  EXPECT_NE(step.value("stopped_reason", "").find("could not be reached"), std::string::npos) << step.dump();
+  EXPECT_NE(step.value("stopped_reason", "").find("no request succeeded"), std::string::npos) << step.dump();
   EXPECT_GT(step["connection_backoff"]["waits"].get<int>(), 0);
   const std::size_t records = CountLines(out / "records.jsonl");
   EXPECT_GE(records, 5u);
   EXPECT_LT(records, 200u) << "records.jsonl was flooded";
+  std::filesystem::remove_all(out);
+}
+
+// A server that answers nothing but errors is given up the same way, not hammered for the step.
+TEST(BenchBadDaysTest, AServerAnsweringOnlyErrorsIsGivenUp) {
+  testing::ScriptedServer server(testing::Script{
+      testing::Send(testing::FullResponse(500, R"({"error":{"message":"engine dead"}})"))});
+  const auto out = FreshDir("bakeoff_only_errors");
+  const auto started = std::chrono::steady_clock::now();
+  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--model", "m", "--concurrency", "2",
+                                 "--duration", "60s", "--no-calibrate", "--give-up-after", "1s",
+                                 "--out", out.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+  EXPECT_EQ(f.exit_code, 1) << f.output;
+  const auto summary = nlohmann::json::parse(ReadFile(out / "summary.json").value());
+  EXPECT_NE(summary["steps"][0].value("stopped_reason", "").find("engine dead"), std::string::npos)
+      << summary["steps"][0].dump();
   std::filesystem::remove_all(out);
 }
 

@@ -1122,5 +1122,18 @@ TEST(HttpClientTest, DISABLED_ThroughputSmoke) {
       completed, seconds, completed / seconds, completed / client_cpu, client.connections_opened());
 }
 
+TEST(RedactSecretTest, EveryOccurrenceAndACutTailAreRedacted) {
+  const std::string key = "sk-0123456789abcdef";
+  EXPECT_EQ(RedactSecret("key sk-0123456789abcdef and sk-0123456789abcdef.", key),
+            "key [REDACTED] and [REDACTED].");
+  EXPECT_EQ(RedactSecret("nothing here", key), "nothing here");
+  EXPECT_EQ(RedactSecret("text unchanged", ""), "text unchanged");
+  // A message cut inside the key, with or without the "..." a cut adds.
+  EXPECT_EQ(RedactSecret("invalid key sk-01234567", key), "invalid key [REDACTED]");
+  EXPECT_EQ(RedactSecret("invalid key sk-0123456789...", key), "invalid key [REDACTED]...");
+  // Fewer than 8 bytes of it at the end are ordinary text.
+  EXPECT_EQ(RedactSecret("prefix sk-0", key), "prefix sk-0");
+}
+
 }  // namespace
 }  // namespace bakeoff::net
