@@ -197,7 +197,7 @@ row="| (s) client RSS growth per 1,000 finished requests, from $t_mark s to the 
 notes=(
   "**(s) soak.** Server: \`$server_shown\`. Growth = (RSS at the end - RSS at $t_mark s) / (requests finished between them) x 1,000; the end is the last sample taken while requests were still finishing, so the final analysis (which sorts a copy of each figure still under its cap) shows only in the peak. Offered $(calc "%.1f" "$offered") requests/s, $(commas "$measured") measured requests, all checked ok with $tokens output tokens. Summary percentiles: $exact (a figure passes its 65,536-sample cap after ~33 s at this rate, ~1 s for per-token ITL)."
   "**RSS timeline** (elapsed: VmRSS, finished requests): $timeline."
-  "**What remains proportional to the run.** The open-loop schedule is computed before the run (load/plan.h): 24 bytes per planned request, $(calc "%.1f" "$rate * ($seconds + 1) * 24 / 1048576") MiB for this run, allocated at the start and not growing; a day at this rate would plan 4 GB. records.jsonl grows on disk ($(mib "$(( $(stat -c %s "$records") / 1024 ))") MiB here), not in memory."
+  "**What remains proportional to the run.** Nothing in memory: the open-loop schedule is generated as the run walks it (load/plan.h \`OpenLoopGenerator\`), never held. records.jsonl grows on disk ($(mib "$(( $(stat -c %s "$records") / 1024 ))") MiB here)."
 )
 write_fragment "$row" "${notes[@]}"
 log "growth $growth_b B per 1,000 requests; RSS $rss_start -> $rss_mark -> $rss_end KiB, peak $peak_kb KiB"

@@ -54,8 +54,6 @@ struct LoadFlags {
 // and small enough that building such a prompt cannot exhaust the client's memory. A target's
 // own context limit, where it says one, is checked before a run (analyze/bench.h).
 inline constexpr std::uint32_t kMaxRequestTokens = 1'000'000;
-// The most requests one open-loop step may plan (its schedule is built whole, 24 bytes each).
-inline constexpr double kMaxPlannedRequests = 1e8;
 
 // Registers the load flags on `command`.
 void AddLoadOptions(CLI::App& command, LoadFlags& flags);

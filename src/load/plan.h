@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "core/rng.h"
 #include "workload/trace.h"
 
 namespace bakeoff::load {
@@ -48,10 +49,37 @@ struct PlannedSend {
   std::size_t item = 0;  // trace replay: index of the trace request; otherwise unused
 };
 
-// Open-loop schedule for one step. REQUIRES: shape.rate_per_s > 0, burstiness > 0, and a limit
-// set in `limits`. The process is deterministic for `seed`. Planning stops at an offset past
-// kMaxDurationSeconds (core/clock.h), which no instant could hold; callers refuse inputs that
-// would get there (cli/load_flags.h), so a plan is never cut short in practice.
+// An open-loop schedule for one step, one send at a time: the runner walks it without holding it
+// (a day at 2,000 requests/s is 173 million sends), and BuildOpenLoopSchedule collects it.
+// REQUIRES: shape.rate_per_s > 0, burstiness > 0, and a limit set in `limits`. The process is
+// deterministic for `seed`. Planning stops at an offset past kMaxDurationSeconds (core/clock.h),
+// which no instant could hold; callers refuse inputs that would get there (cli/load_flags.h), so a
+// plan is never cut short in practice. Thread-safety: a plain value; copies are independent.
+class OpenLoopGenerator {
+ public:
+  OpenLoopGenerator(const OpenLoopShape& shape, const StepLimits& limits, std::uint64_t seed);
+
+  bool done() const { return done_; }
+  std::size_t index() const { return index_; }  // of current() in the schedule
+  const PlannedSend& current() const { return current_; }  // REQUIRES: !done()
+  void Advance();
+
+ private:
+  void Plan();  // computes current_ for index_, or sets done_
+
+  OpenLoopShape shape_;
+  StepLimits limits_;
+  Rng rng_;
+  double warmup_s_;
+  double end_s_;
+  double at_s_ = 0;
+  std::uint64_t measured_ = 0;
+  std::size_t index_ = 0;
+  PlannedSend current_{};
+  bool done_ = false;
+};
+
+// The whole open-loop schedule (the simulator and tests hold it; the runner walks it lazily).
 std::vector<PlannedSend> BuildOpenLoopSchedule(const OpenLoopShape& shape, const StepLimits& limits,
                                                std::uint64_t seed);
 
@@ -68,25 +96,31 @@ struct TracePlan {
 // scaled arrival past kMaxDurationSeconds.
 TracePlan BuildTracePlan(const workload::Trace& trace, double time_scale, const StepLimits& limits);
 
-// Walks one worker's share of a schedule (entries first, first + stride, ...) in time order.
+// Walks one worker's share of a schedule (entries first, first + stride, ...) in time order: a
+// held schedule (trace replay) or a generated one (open loop, never held whole).
 // The worker asks which entries are due at the current instant; a late wake-up makes several
 // due at once and each keeps its own intended instant, so the lateness shows as send lag.
 class ScheduleCursor {
  public:
   // REQUIRES: stride >= 1; `schedule` outlives the cursor.
   ScheduleCursor(const std::vector<PlannedSend>& schedule, std::size_t first, std::size_t stride)
-      : schedule_(schedule), next_(first), stride_(stride) {}
+      : schedule_(&schedule), next_(first), stride_(stride) {}
+  // REQUIRES: stride >= 1; `generator` at the schedule's start.
+  ScheduleCursor(OpenLoopGenerator generator, std::size_t first, std::size_t stride);
 
-  bool done() const { return next_ >= schedule_.size(); }
+  bool done() const { return schedule_ != nullptr ? next_ >= schedule_->size() : generator_->done(); }
   // Index and entry of the next send. REQUIRES: !done().
   std::size_t next_index() const { return next_; }
-  const PlannedSend& next() const { return schedule_[next_]; }
+  const PlannedSend& next() const { return schedule_ != nullptr ? (*schedule_)[next_] : generator_->current(); }
   // True when the next send's offset is at or before `elapsed` (time since t0).
-  bool NextIsDue(Nanos elapsed) const { return !done() && schedule_[next_].offset <= elapsed; }
-  void Advance() { next_ += stride_; }
+  bool NextIsDue(Nanos elapsed) const { return !done() && next().offset <= elapsed; }
+  void Advance();
+  // Walks a generated schedule to its end and returns its length (all workers' shares).
+  std::size_t CountToEnd();
 
  private:
-  const std::vector<PlannedSend>& schedule_;
+  const std::vector<PlannedSend>* schedule_ = nullptr;
+  std::optional<OpenLoopGenerator> generator_;
   std::size_t next_;
   std::size_t stride_;
 };

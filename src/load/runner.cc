@@ -40,7 +40,8 @@ struct StepContext {
   const StepSpec* step = nullptr;
   std::uint32_t step_index = 0;
   MonoTime t0;
-  const std::vector<PlannedSend>* schedule = nullptr;  // open loop and trace replay
+  const std::vector<PlannedSend>* schedule = nullptr;  // trace replay
+  std::optional<OpenLoopGenerator> open_loop;          // open loop: each worker walks a copy
   const TracePlan* trace_plan = nullptr;               // trace replay only
   RecordSink* sink = nullptr;
   const std::atomic<bool>* stop = nullptr;
@@ -125,6 +126,8 @@ class Worker {
   const measure::StepRecorder& recorder() const { return recorder_; }
   double cpu_share() const { return cpu_share_; }
   std::uint64_t backoff_waits() const { return backoff_waits_; }
+  // The length of the whole schedule this worker walked a share of (after its loop has ended).
+  std::size_t ScheduleLength() { return cursor_ ? cursor_->CountToEnd() : 0; }
   Nanos backoff_total() const { return backoff_total_; }
 
  private:
@@ -141,8 +144,13 @@ class Worker {
         MaybeFinish();
       });
     } else {
-      cursor_.emplace(*context_.schedule, index_, count_);
-      lookahead_.emplace(*context_.schedule, index_, count_);
+      if (context_.open_loop) {
+        cursor_.emplace(*context_.open_loop, index_, count_);
+        lookahead_.emplace(*context_.open_loop, index_, count_);
+      } else {
+        cursor_.emplace(*context_.schedule, index_, count_);
+        lookahead_.emplace(*context_.schedule, index_, count_);
+      }
       ArmNextScheduledSend();
     }
   }
@@ -413,17 +421,20 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
                           (results.empty() || results.back().stopped_reason.empty());
        ++s) {
     const StepSpec& step = spec.steps[s];
-    std::vector<PlannedSend> schedule;
+    std::vector<PlannedSend> schedule;  // trace replay
+    std::uint64_t planned = 0;
     TracePlan trace_plan;
+    StepContext context;
     if (step.mode == LoopMode::kOpen) {
-      schedule = BuildOpenLoopSchedule(step.open, step.limits, RequestSeed(spec.seed, s, 0));
+      // Walked lazily by each worker: the schedule is never held (its length is counted at the end).
+      context.open_loop.emplace(step.open, step.limits, RequestSeed(spec.seed, s, 0));
     } else if (step.mode == LoopMode::kTrace) {
       BAKEOFF_CHECK(step.trace != nullptr) << "a trace step needs a trace";
       trace_plan = BuildTracePlan(*step.trace, step.time_scale, step.limits);
       schedule = trace_plan.schedule;
+      planned = schedule.size();
     }
     Progress progress;
-    StepContext context;
     context.run = &spec;
     context.step = &step;
     context.step_index = static_cast<std::uint32_t>(s);
@@ -457,7 +468,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     StepResult result;
     result.spec = step;
     result.t0 = context.t0;
-    result.planned = schedule.size();
+    result.planned = step.mode == LoopMode::kOpen ? workers.front()->ScheduleLength() : planned;
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
     result.stopped_reason = context.stopped_reason;

@@ -113,7 +113,7 @@ TEST(BenchBadDaysTest, ValuesThatCannotBeRepresentedAreRefused) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--rate", "1e-300", "--arrival", "constant", "--requests", "3"}, "--rate"},
       {{"--rate", "1e-12", "--requests", "3"}, "--rate"},
-      {{"--rate", "1000000", "--duration", "100000000s"}, "--rate"},
+      {{"--rate", "1", "--duration", "200000000s"}, "--duration"},
       {{"--concurrency", "1", "--duration", "1e9h"}, "--duration"},
       {{"--prompt-tokens", "100000000", "--requests", "1"}, "--prompt-tokens"},
       {{"--output-tokens", "4000000000", "--requests", "1"}, "--output-tokens"},

@@ -203,3 +203,42 @@ TEST(TracePlanTest, DurationWindowAppliesToScaledArrivals) {
 
 }  // namespace
 }  // namespace bakeoff::load
+
+namespace bakeoff::load {
+namespace {
+
+// The runner walks an open-loop schedule without holding it: each worker's generated share is
+// exactly its share of the held schedule, and the length is counted at the end.
+TEST(OpenLoopGeneratorTest, GeneratedSharesAreTheHeldSchedulesShares) {
+  StepLimits limits;
+  limits.duration = std::chrono::seconds(20);
+  limits.warmup = std::chrono::seconds(2);
+  limits.warmup_requests = 3;
+  for (ArrivalProcess process : {ArrivalProcess::kConstant, ArrivalProcess::kPoisson, ArrivalProcess::kGamma}) {
+    const OpenLoopShape shape{37.0, process, 0.5};
+    const std::vector<PlannedSend> held = BuildOpenLoopSchedule(shape, limits, 11);
+    ASSERT_GT(held.size(), 500u);
+    for (std::size_t workers : {1u, 3u}) {
+      for (std::size_t w = 0; w < workers; ++w) {
+        ScheduleCursor from_vector(held, w, workers);
+        ScheduleCursor generated(OpenLoopGenerator(shape, limits, 11), w, workers);
+        while (!from_vector.done()) {
+          ASSERT_FALSE(generated.done());
+          EXPECT_EQ(generated.next_index(), from_vector.next_index());
+          EXPECT_EQ(generated.next().offset, from_vector.next().offset);
+          EXPECT_EQ(generated.next().warmup, from_vector.next().warmup);
+          from_vector.Advance();
+          generated.Advance();
+        }
+        EXPECT_TRUE(generated.done());
+        EXPECT_EQ(generated.CountToEnd(), held.size());
+      }
+    }
+    ScheduleCursor partway(OpenLoopGenerator(shape, limits, 11), 0, 2);
+    for (int i = 0; i < 10; ++i) partway.Advance();
+    EXPECT_EQ(partway.CountToEnd(), held.size()) << "counted from the middle of a walk";
+  }
+}
+
+}  // namespace
+}  // namespace bakeoff::load
