@@ -75,13 +75,18 @@ void NoteCalibration(const target::PromptCalibration& c, std::vector<std::string
   }
 }
 
+// Whether some step sends the run's fixed-shape prompts (not a trace's own lengths).
+bool HasSyntheticSteps(const load::RunSpec& run) {
+  return std::any_of(run.steps.begin(), run.steps.end(),
+                     [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
+}
+
 // Refuses lengths the target cannot take, where it says its context limit.
 Status CheckContextLimit(const BenchConfig& config, const target::TargetFacts& facts,
                          std::vector<std::string>& notes) {
   if (!facts.max_context_tokens) return Ok{};
   const std::uint64_t limit = *facts.max_context_tokens;
-  const bool synthetic = std::any_of(config.run.steps.begin(), config.run.steps.end(),
-                                     [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
+  const bool synthetic = HasSyntheticSteps(config.run);
   const std::uint64_t asked = std::uint64_t{config.run.shape.prompt_tokens} + config.run.shape.output_tokens;
   if (synthetic && asked > limit) {
     return MakeError(ErrorCode::kInvalidInput,
@@ -101,6 +106,31 @@ Status CheckContextLimit(const BenchConfig& config, const target::TargetFacts& f
     }
   }
   return Ok{};
+}
+
+// Measures how the server counts prompts; refuses (kInvalidInput) when the run's first prompts
+// would still be off the plan by more than the tolerance.
+Result<target::PromptCalibration> CalibrateWithinTolerance(const BenchConfig& config,
+                                                           const target::TargetFacts& facts,
+                                                           const std::atomic<bool>& stop) {
+  target::CalibrationPlan plan;
+  plan.endpoint = config.run.target.endpoint;
+  plan.client = config.run.target.client;
+  plan.request = config.run.target.request;
+  plan.seed = config.run.seed;
+  plan.max_context_tokens = facts.max_context_tokens;
+  plan.stop = &stop;
+  if (HasSyntheticSteps(config.run)) plan.planned_prompt_tokens = config.run.shape.prompt_tokens;
+  target::PromptCalibration calibrated = target::CalibratePrompts(plan, load::PromptText());
+  const std::optional<double> deviation = calibrated.Deviation();
+  if (!deviation || std::abs(*deviation) <= config.prompt_tolerance) return calibrated;
+  std::string message = fmt::format(
+      "prompts planned at {} tokens are counted as {:.1f} by the server ({:+.1f}%, more than the "
+      "{:.1f}% tolerance) even after calibration; the run would not measure the planned load. Pass "
+      "--prompt-tolerance to accept it or --no-calibrate to skip the check",
+      *calibrated.planned_tokens, *calibrated.achieved_tokens, 100 * *deviation, 100 * config.prompt_tolerance);
+  for (const std::string& note : calibrated.notes) message += " (calibration: " + note + ")";
+  return MakeError(ErrorCode::kInvalidInput, std::move(message));
 }
 
 }  // namespace
@@ -155,33 +185,13 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
 
   nlohmann::json calibration = {{"checked", false}, {"reason", "disabled (--no-calibrate)"}};
   if (config.calibrate_prompt) {
-    target::CalibrationPlan plan;
-    plan.endpoint = target.endpoint;
-    plan.client = target.client;
-    plan.request = target.request;
-    plan.seed = config.run.seed;
-    plan.max_context_tokens = facts->max_context_tokens;
-    plan.stop = &stop;
-    const bool synthetic = std::any_of(config.run.steps.begin(), config.run.steps.end(),
-                                       [](const load::StepSpec& s) { return s.mode != load::LoopMode::kTrace; });
-    if (synthetic) plan.planned_prompt_tokens = config.run.shape.prompt_tokens;
-    const target::PromptCalibration calibrated = target::CalibratePrompts(plan, load::PromptText());
+    Result<target::PromptCalibration> calibrated = CalibrateWithinTolerance(config, facts.value(), stop);
     if (stop.load()) return stopped_early();
-    if (calibrated.checked) target.prompt_sizing = calibrated.sizing;
-    NoteCalibration(calibrated, outcome.notes);
-    calibration = CalibrationJson(calibrated);
+    if (!calibrated.ok()) return calibrated.error();
+    if (calibrated->checked) target.prompt_sizing = calibrated->sizing;
+    NoteCalibration(calibrated.value(), outcome.notes);
+    calibration = CalibrationJson(calibrated.value());
     calibration["tolerance"] = config.prompt_tolerance;
-    if (std::optional<double> deviation = calibrated.Deviation();
-        deviation && std::abs(*deviation) > config.prompt_tolerance) {
-      return MakeError(ErrorCode::kInvalidInput,
-                       fmt::format("prompts planned at {} tokens are counted as {:.1f} by the server "
-                                   "({:+.1f}%, more than the {:.1f}% tolerance) even after calibration; "
-                                   "the run would not measure the planned load. Pass --prompt-tolerance "
-                                   "to accept it or --no-calibrate to skip the check{}",
-                                   *calibrated.planned_tokens, *calibrated.achieved_tokens,
-                                   100 * *deviation, 100 * config.prompt_tolerance,
-                                   calibrated.notes.empty() ? "" : " (calibration: " + fmt::format("{}", fmt::join(calibrated.notes, "; ")) + ")"));
-    }
   }
 
   std::error_code ec;

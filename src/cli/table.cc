@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "stats/sketch.h"
+
 namespace bakeoff::cli {
 namespace {
 
+// A percentile in ms: `*` when too few samples bound it, `~` when read from the histogram.
 std::string Ms(const stats::Summary& s, const stats::QuantileEstimate& q) {
   if (s.count == 0) return "-";
-  return fmt::format("{:.1f}{}", q.value, q.bounded ? "" : "*");
+  return fmt::format("{}{:.1f}{}", s.percentiles_exact ? "" : "~", q.value, q.bounded ? "" : "*");
 }
 
 }  // namespace
@@ -24,7 +27,11 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
                  "step", "ok/all", "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50",
                  "TPOT p99", "ITL p99", "E2E p99", "lag p99");
   bool any_slo = false;
+  bool any_approximate = false;
   for (const analyze::StepAnalysis& s : outcome.steps) {
+    for (const stats::Summary* summary : {&s.ttft_ms, &s.tpot_ms, &s.itl_token_ms, &s.e2e_ms, &s.send_lag_ms}) {
+      any_approximate = any_approximate || !summary->percentiles_exact;
+    }
     const auto ok_it = s.outcomes.find("ok");
     const std::uint64_t ok = ok_it == s.outcomes.end() ? 0 : ok_it->second;
     fmt::format_to(it, "{:<18} {:>8} {:>7.2f} {:>9.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
@@ -38,6 +45,11 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
   }
   fmt::format_to(it, "latencies in ms; * = too few samples for a 95% confidence bound on that "
                      "percentile; lag = send lag\n");
+  if (any_approximate) {
+    fmt::format_to(it, "~ = read from a histogram (more than {} samples), within {:.2f}% of the exact "
+                       "percentile\n",
+                   stats::QuantileSketch::kDefaultExactCap, 100 * stats::QuantileSketch::kMaxRelativeError);
+  }
   if (any_slo) {
     for (const analyze::StepAnalysis& s : outcome.steps) {
       fmt::format_to(it, "{:<18} SLO attainment {:.1f}%  goodput {:.2f} req/s ", s.label,

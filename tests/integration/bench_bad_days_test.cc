@@ -30,6 +30,15 @@ std::filesystem::path FreshDir(const std::string& name) {
 
 std::string Url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
+// The emulated engine on an ephemeral loopback port, answering as fast as it can.
+auto StartInstantEmulator(std::uint64_t crash_after = 0) {
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.instant = true;
+  emulator.faults.crash_after = crash_after;
+  return emulate::EmulatorServer::Start(emulator);
+}
+
 std::size_t CountLines(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::size_t lines = 0;
@@ -40,11 +49,7 @@ std::size_t CountLines(const std::filesystem::path& path) {
 // The server crashes after 5 requests; the closed loop must not flood the disk with
 // connect_failed records, must stop the step with a clear message, and must exit non-zero.
 TEST(BenchBadDaysTest, ADeadServerStopsTheStepWithoutFloodingTheDisk) {
-  emulate::EmulatorConfig emulator;
-  emulator.port = 0;
-  emulator.instant = true;
-  emulator.faults.crash_after = 5;
-  auto server = emulate::EmulatorServer::Start(emulator);
+  auto server = StartInstantEmulator(/*crash_after=*/5);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto out = FreshDir("bakeoff_dead_server");
   const auto started = std::chrono::steady_clock::now();
@@ -164,10 +169,7 @@ TEST(BenchBadDaysTest, PromptsOffThePlanAfterCalibrationAreRefused) {
 
 // A base URL ending in /v1 is taken for what it means, and the summary counts skipped trace rows.
 TEST(BenchBadDaysTest, AV1BaseUrlWorksAndSkippedTraceRowsReachTheSummary) {
-  emulate::EmulatorConfig emulator;
-  emulator.port = 0;
-  emulator.instant = true;
-  auto server = emulate::EmulatorServer::Start(emulator);
+  auto server = StartInstantEmulator();
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto dir = FreshDir("bakeoff_v1");
   std::filesystem::create_directories(dir);
@@ -190,10 +192,7 @@ TEST(BenchBadDaysTest, AV1BaseUrlWorksAndSkippedTraceRowsReachTheSummary) {
 
 // A full disk: the table still reaches the terminal, no .tmp is left, and the exit code says so.
 TEST(BenchBadDaysTest, AFullDiskLeavesNoTemporaryFileAndStillPrintsTheTable) {
-  emulate::EmulatorConfig emulator;
-  emulator.port = 0;
-  emulator.instant = true;
-  auto server = emulate::EmulatorServer::Start(emulator);
+  auto server = StartInstantEmulator();
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto out = FreshDir("bakeoff_full_disk");
   ProcessOptions full_disk;
