@@ -10,8 +10,8 @@ using nlohmann::json;
 
 Error NotThisDialect(TokenizeDialect dialect, std::string_view why) {
   return MakeError(ErrorCode::kProtocol, std::string(TokenizePath(dialect)) + " (" +
-                                             TokenizeDialectName(dialect) + " dialect): " +
-                                             std::string(why));
+                                             TokenizeDialectName(dialect) +
+                                             " dialect): " + std::string(why));
 }
 
 // A non-negative integer field, or nullopt.
@@ -31,32 +31,45 @@ std::optional<std::uint64_t> ArraySize(const json& object, const char* name) {
 
 const char* TokenizeDialectName(TokenizeDialect dialect) {
   switch (dialect) {
-    case TokenizeDialect::kVllm: return "vllm";
-    case TokenizeDialect::kLlamaCpp: return "llama.cpp";
-    case TokenizeDialect::kTgi: return "tgi";
-    case TokenizeDialect::kTrtLlm: return "trtllm";
-    case TokenizeDialect::kLmdeploy: return "lmdeploy";
+    case TokenizeDialect::kVllm:
+      return "vllm";
+    case TokenizeDialect::kLlamaCpp:
+      return "llama.cpp";
+    case TokenizeDialect::kTgi:
+      return "tgi";
+    case TokenizeDialect::kTrtLlm:
+      return "trtllm";
+    case TokenizeDialect::kLmdeploy:
+      return "lmdeploy";
   }
   return "unknown";
 }
 
 const char* TokenizePath(TokenizeDialect dialect) {
   switch (dialect) {
-    case TokenizeDialect::kTrtLlm: return "/_internal/tokenize";
-    case TokenizeDialect::kLmdeploy: return "/v1/encode";
+    case TokenizeDialect::kTrtLlm:
+      return "/_internal/tokenize";
+    case TokenizeDialect::kLmdeploy:
+      return "/v1/encode";
     case TokenizeDialect::kVllm:
     case TokenizeDialect::kLlamaCpp:
-    case TokenizeDialect::kTgi: break;
+    case TokenizeDialect::kTgi:
+      break;
   }
   return "/tokenize";
 }
 
-std::string EncodeTokenizeRequest(TokenizeDialect dialect, std::string_view model, std::string_view text) {
+std::string EncodeTokenizeRequest(TokenizeDialect dialect, std::string_view model,
+                                  std::string_view text) {
   switch (dialect) {
-    case TokenizeDialect::kVllm: return json{{"model", model}, {"prompt", text}}.dump();
-    case TokenizeDialect::kLlamaCpp: return json{{"content", text}, {"add_special", false}}.dump();
-    case TokenizeDialect::kTgi: return json{{"inputs", text}}.dump();
-    case TokenizeDialect::kTrtLlm: return json{{"prompt", text}}.dump();
+    case TokenizeDialect::kVllm:
+      return json{{"model", model}, {"prompt", text}}.dump();
+    case TokenizeDialect::kLlamaCpp:
+      return json{{"content", text}, {"add_special", false}}.dump();
+    case TokenizeDialect::kTgi:
+      return json{{"inputs", text}}.dump();
+    case TokenizeDialect::kTrtLlm:
+      return json{{"prompt", text}}.dump();
     case TokenizeDialect::kLmdeploy:
       return json{{"input", text}, {"do_preprocess", false}, {"add_bos", false}}.dump();
   }
@@ -88,7 +101,8 @@ Result<std::uint64_t> DecodeTokenizeCount(TokenizeDialect dialect, std::string_v
       }
       break;
   }
-  if (!count) return NotThisDialect(dialect, "the answer has no token count of this dialect's shape");
+  if (!count)
+    return NotThisDialect(dialect, "the answer has no token count of this dialect's shape");
   return *count;
 }
 

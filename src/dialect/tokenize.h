@@ -34,7 +34,8 @@ const char* TokenizeDialectName(TokenizeDialect dialect);
 const char* TokenizePath(TokenizeDialect dialect);
 // The request body that asks for the tokens of `text`. Whether the count includes special tokens
 // (vLLM's BOS) differs by engine; calibration measures what usage adds beyond it, so it need not.
-std::string EncodeTokenizeRequest(TokenizeDialect dialect, std::string_view model, std::string_view text);
+std::string EncodeTokenizeRequest(TokenizeDialect dialect, std::string_view model,
+                                  std::string_view text);
 // The number of tokens the answer reports. kProtocol when the body is not this dialect's answer.
 Result<std::uint64_t> DecodeTokenizeCount(TokenizeDialect dialect, std::string_view body);
 

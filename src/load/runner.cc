@@ -73,9 +73,8 @@ struct StepContext {
     }
     all_well.store(false, std::memory_order_relaxed);
     if (failures_in_a_row++ == 0) failing_since = now;
-    if (step_stopped.load() || failures_in_a_row < kGiveUpMinFailures || now - *failing_since < run->give_up_after) {
-      return;
-    }
+    const bool given_up = failures_in_a_row >= kGiveUpMinFailures && now - *failing_since >= run->give_up_after;
+    if (step_stopped.load() || !given_up) return;
     stopped_reason = fmt::format(
         "stopped: no request succeeded for {:.1f} s ({} failed in a row; last: {})",
         ToSeconds(now - *failing_since), failures_in_a_row, record.error);
@@ -126,9 +125,9 @@ class Worker {
   const measure::StepRecorder& recorder() const { return recorder_; }
   double cpu_share() const { return cpu_share_; }
   std::uint64_t backoff_waits() const { return backoff_waits_; }
+  Nanos backoff_total() const { return backoff_total_; }
   // The length of the whole schedule this worker walked a share of (after its loop has ended).
   std::size_t ScheduleLength() { return cursor_ ? cursor_->CountToEnd() : 0; }
-  Nanos backoff_total() const { return backoff_total_; }
 
  private:
   bool trace_mode() const { return context_.step->mode == LoopMode::kTrace; }

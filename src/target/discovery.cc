@@ -2,7 +2,6 @@
 #include "target/discovery.h"
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "dialect/openai_control.h"
@@ -20,7 +19,8 @@ net::HttpRequest Get(std::string path) {
 
 // llama.cpp's context size per slot, from GET /props (default_generation_settings.n_ctx); other
 // servers answer 404 or something without it.
-std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint, const net::ClientOptions& client) {
+std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint,
+                                             const net::ClientOptions& client) {
   Result<net::FetchedResponse> props = net::Fetch(endpoint, Get("/props"), client);
   if (!props.ok() || props->head.status != 200) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(props->body, nullptr, /*allow_exceptions=*/false);
@@ -28,7 +28,8 @@ std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint, cons
   auto settings = j.find("default_generation_settings");
   if (settings == j.end() || !settings->is_object()) return std::nullopt;
   auto n_ctx = settings->find("n_ctx");
-  if (n_ctx == settings->end() || !n_ctx->is_number_unsigned() || n_ctx->get<std::uint64_t>() == 0) {
+  if (n_ctx == settings->end() || !n_ctx->is_number_unsigned() ||
+      n_ctx->get<std::uint64_t>() == 0) {
     return std::nullopt;
   }
   return n_ctx->get<std::uint64_t>();
@@ -42,8 +43,10 @@ std::optional<std::string> StripApiVersionSuffix(net::Endpoint& endpoint) {
   while (!path.empty() && path.back() == '/') path.pop_back();
   if (path != "/v1" && !path.ends_with("/v1")) return std::nullopt;
   path.resize(path.size() - 3);
-  return fmt::format("the URL {} ends in /v1; bakeoff adds /v1/... to the base URL itself, so it "
-                     "uses {}", before, endpoint.ToString());
+  return fmt::format(
+      "the URL {} ends in /v1; bakeoff adds /v1/... to the base URL itself, so it "
+      "uses {}",
+      before, endpoint.ToString());
 }
 
 Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOptions& client,
@@ -53,7 +56,8 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
   const std::string where = endpoint.ToString();
   Result<net::FetchedResponse> response = net::Fetch(endpoint, Get("/v1/models"), client);
   if (!response.ok()) {
-    return MakeError(ErrorCode::kUnavailable, "cannot reach " + where + ": " + response.error().message);
+    return MakeError(ErrorCode::kUnavailable,
+                     "cannot reach " + where + ": " + response.error().message);
   }
   if (response->head.Header("X-Bakeoff-Emulated") == "true") facts.emulated = true;
   std::vector<dialect::ModelCard> models;
@@ -62,8 +66,8 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
     if (listed.ok()) {
       models = std::move(listed.value());
     } else if (model.empty()) {
-      return MakeError(ErrorCode::kUnavailable,
-                       fmt::format("GET {}/v1/models: {}; pass --model", where, listed.error().message));
+      return MakeError(ErrorCode::kUnavailable, fmt::format("GET {}/v1/models: {}; pass --model",
+                                                            where, listed.error().message));
     }
   } else if (model.empty()) {
     return MakeError(ErrorCode::kUnavailable,
@@ -76,7 +80,8 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
   }
   if (facts.model.empty()) {
     if (models.empty()) {
-      return MakeError(ErrorCode::kUnavailable, "GET " + where + "/v1/models lists no models; pass --model");
+      return MakeError(ErrorCode::kUnavailable,
+                       "GET " + where + "/v1/models lists no models; pass --model");
     }
     facts.model = models.front().id;
     facts.model_from_listing = true;

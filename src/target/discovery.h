@@ -22,11 +22,11 @@
 namespace bakeoff::target {
 
 struct TargetFacts {
-  std::string model;                 // the model to request
-  bool model_from_listing = false;   // chosen from /v1/models because none was named
-  bool emulated = false;             // the server said it is bakeoff's emulated engine
+  std::string model;                // the model to request
+  bool model_from_listing = false;  // chosen from /v1/models because none was named
+  bool emulated = false;            // the server said it is bakeoff's emulated engine
   std::optional<std::uint64_t> max_context_tokens;  // prompt + output limit, where the server says
-  std::string max_context_source;    // where that limit came from, e.g. "GET /props n_ctx"
+  std::string max_context_source;  // where that limit came from, e.g. "GET /props n_ctx"
 };
 
 // Asks the server. `model` is the model the user named ("" = take the first listed).

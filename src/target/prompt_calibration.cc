@@ -2,11 +2,11 @@
 // prompt_calibration.h).
 #include "target/prompt_calibration.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "load/request_builder.h"
 
@@ -28,7 +28,9 @@ constexpr std::uint32_t kLargeProbes = 4;
 constexpr std::uint32_t kCheckPrompts = 4;
 
 Error Stopped() { return MakeError(ErrorCode::kCancelled, "stopped by a signal"); }
-bool StopRequested(const CalibrationPlan& plan) { return plan.stop != nullptr && plan.stop->load(); }
+bool StopRequested(const CalibrationPlan& plan) {
+  return plan.stop != nullptr && plan.stop->load();
+}
 
 Result<std::uint64_t> TokenizeCount(const CalibrationPlan& plan, dialect::TokenizeDialect dialect,
                                     const std::string& text) {
@@ -65,7 +67,8 @@ Result<std::uint64_t> UsagePromptTokens(const CalibrationPlan& plan, const std::
   if (response->head.status != 200) {
     const std::string message =
         dialect::DecodeErrorMessage(response->body).value_or(response->body.substr(0, 200));
-    return MakeError(ErrorCode::kUnavailable, fmt::format("HTTP {}: {}", response->head.status, message));
+    return MakeError(ErrorCode::kUnavailable,
+                     fmt::format("HTTP {}: {}", response->head.status, message));
   }
   Result<dialect::CompletionResponse> decoded = dialect::DecodeCompletionResponse(response->body);
   if (!decoded.ok()) return decoded.error();
@@ -82,21 +85,22 @@ bool PlausibleCount(std::uint64_t tokens, std::uint32_t words) {
 
 std::uint32_t ProbeWordCap(const CalibrationPlan& plan) {
   if (!plan.max_context_tokens) return kLargeProbeWords;
-  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(*plan.max_context_tokens / 4, 8, kLargeProbeWords));
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(*plan.max_context_tokens / 4, 8, kLargeProbeWords));
 }
 
 // Step 1: the first dialect whose route counts a plausible number of tokens, and the server's
 // words per token over several samples.
-void MeasureByTokenize(const CalibrationPlan& plan, const load::PromptText& prompts, PromptCalibration& out) {
+void MeasureByTokenize(const CalibrationPlan& plan, const load::PromptText& prompts,
+                       PromptCalibration& out) {
   const std::string first = prompts.Build(kCalibrationSampleWords, 1);
   std::vector<std::string> refusals;
   for (dialect::TokenizeDialect dialect : dialect::kTokenizeDialects) {
     Result<std::uint64_t> count = TokenizeCount(plan, dialect, first);
     if (!count.ok() || !PlausibleCount(count.value(), kCalibrationSampleWords)) {
-      refusals.push_back(fmt::format("{} {}: {}", dialect::TokenizeDialectName(dialect),
-                                     dialect::TokenizePath(dialect),
-                                     count.ok() ? fmt::format("counted {} tokens", count.value())
-                                                : count.error().message));
+      refusals.push_back(fmt::format(
+          "{} {}: {}", dialect::TokenizeDialectName(dialect), dialect::TokenizePath(dialect),
+          count.ok() ? fmt::format("counted {} tokens", count.value()) : count.error().message));
       continue;
     }
     std::uint64_t tokens = count.value();
@@ -112,11 +116,13 @@ void MeasureByTokenize(const CalibrationPlan& plan, const load::PromptText& prom
     out.sizing.words_per_token = static_cast<double>(words) / static_cast<double>(tokens);
     return;
   }
-  out.notes.push_back("no token-counting route answered (" + fmt::format("{}", fmt::join(refusals, "; ")) + ")");
+  out.notes.push_back("no token-counting route answered (" +
+                      fmt::format("{}", fmt::join(refusals, "; ")) + ")");
 }
 
 // Step 2 with a tokenize route: the server's own tokens are what usage counts beyond it.
-void MeasureOverhead(const CalibrationPlan& plan, const load::PromptText& prompts, PromptCalibration& out) {
+void MeasureOverhead(const CalibrationPlan& plan, const load::PromptText& prompts,
+                     PromptCalibration& out) {
   const std::uint32_t cap = ProbeWordCap(plan);
   double overhead_sum = 0;
   int measured = 0;
@@ -124,8 +130,10 @@ void MeasureOverhead(const CalibrationPlan& plan, const load::PromptText& prompt
     const std::string text = prompts.Build(words, 11 + words);
     Result<std::uint64_t> used = UsagePromptTokens(plan, text, out.probes_sent);
     if (!used.ok()) {
-      out.notes.push_back("the server's own prompt tokens (chat template, BOS) not measured: probe "
-                          "request: " + used.error().message);
+      out.notes.push_back(
+          "the server's own prompt tokens (chat template, BOS) not measured: probe "
+          "request: " +
+          used.error().message);
       return;
     }
     Result<std::uint64_t> counted = TokenizeCount(plan, *out.tokenize_dialect, text);
@@ -140,7 +148,8 @@ void MeasureOverhead(const CalibrationPlan& plan, const load::PromptText& prompt
 
 // Step 2 without a tokenize route: usage of probes of several sizes, fitted by least squares:
 // tokens = overhead + words / words_per_token.
-void MeasureByUsageFit(const CalibrationPlan& plan, const load::PromptText& prompts, PromptCalibration& out) {
+void MeasureByUsageFit(const CalibrationPlan& plan, const load::PromptText& prompts,
+                       PromptCalibration& out) {
   const std::uint32_t cap = ProbeWordCap(plan);
   std::vector<std::pair<double, double>> points;  // (words, tokens)
   std::vector<std::uint32_t> sizes(kSmallProbes, std::min(kSmallProbeWords, cap / 2));
@@ -149,17 +158,19 @@ void MeasureByUsageFit(const CalibrationPlan& plan, const load::PromptText& prom
     const std::uint32_t w = std::max<std::uint32_t>(1, sizes[k]);
     Result<std::uint64_t> used = UsagePromptTokens(plan, prompts.Build(w, 11 + k), out.probes_sent);
     if (!used.ok()) {
-      out.notes.push_back("usage probe of " + std::to_string(w) + " words: " + used.error().message);
+      out.notes.push_back("usage probe of " + std::to_string(w) +
+                          " words: " + used.error().message);
       if (points.empty() && k + 1 >= kSmallProbes) break;  // the server does not report usage
       continue;
     }
     points.emplace_back(w, static_cast<double>(used.value()));
   }
-  const bool two_sizes = std::any_of(points.begin(), points.end(),
-                                     [&](const auto& p) { return p.first != points.front().first; });
+  const bool two_sizes = std::any_of(
+      points.begin(), points.end(), [&](const auto& p) { return p.first != points.front().first; });
   if (points.size() < 2 || !two_sizes) {
-    out.reason = "no tokenize route, and the server's usage report could not be read from two probe "
-                 "requests";
+    out.reason =
+        "no tokenize route, and the server's usage report could not be read from two probe "
+        "requests";
     return;
   }
   double mean_w = 0, mean_t = 0;
@@ -176,8 +187,10 @@ void MeasureByUsageFit(const CalibrationPlan& plan, const load::PromptText& prom
   }
   const double tokens_per_word = swt / sww;
   if (!(tokens_per_word >= kMinTokensPerWord && tokens_per_word <= kMaxTokensPerWord)) {
-    out.reason = fmt::format("the server's usage reports do not grow with the prompt ({:.3f} tokens "
-                             "per word)", tokens_per_word);
+    out.reason = fmt::format(
+        "the server's usage reports do not grow with the prompt ({:.3f} tokens "
+        "per word)",
+        tokens_per_word);
     return;
   }
   out.sizing.words_per_token = 1.0 / tokens_per_word;
@@ -194,9 +207,8 @@ void Check(const CalibrationPlan& plan, const load::PromptText& prompts, bool us
   for (std::uint32_t k = 0; k < kCheckPrompts; ++k) {
     const std::string text =
         prompts.Build(load::PromptWords(planned, out.sizing), load::RequestSeed(plan.seed, 0, k));
-    Result<std::uint64_t> count =
-        usage_works ? UsagePromptTokens(plan, text, out.probes_sent)
-                    : TokenizeCount(plan, *out.tokenize_dialect, text);
+    Result<std::uint64_t> count = usage_works ? UsagePromptTokens(plan, text, out.probes_sent)
+                                              : TokenizeCount(plan, *out.tokenize_dialect, text);
     if (!count.ok()) {
       out.notes.push_back("prompt length check: " + count.error().message);
       break;

@@ -39,7 +39,7 @@ struct CalibrationPlan {
   // Fixed-length steps: the planned prompt length to check; none for trace replay, where every
   // request has its own length and only the sizing is measured.
   std::optional<std::uint32_t> planned_prompt_tokens;
-  std::uint64_t seed = 1;                        // the run's seed: the check uses its first prompts
+  std::uint64_t seed = 1;  // the run's seed: the check uses its first prompts
   std::optional<std::uint64_t> max_context_tokens;  // probes stay well inside it when known
   const std::atomic<bool>* stop = nullptr;  // when set (a stop signal), no further request is sent
 };
@@ -47,7 +47,7 @@ struct CalibrationPlan {
 struct PromptCalibration {
   bool checked = false;  // the sizing was measured through the server
   std::string reason;    // when !checked: why not
-  std::string method;    // "tokenize+usage", "tokenize" (no usage reported) or "usage" (no tokenize)
+  std::string method;  // "tokenize+usage", "tokenize" (no usage reported) or "usage" (no tokenize)
   std::optional<dialect::TokenizeDialect> tokenize_dialect;
   load::PromptSizing sizing;
   bool overhead_measured = false;  // false: the server's own tokens are unknown (taken as 0)

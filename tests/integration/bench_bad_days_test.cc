@@ -1,12 +1,12 @@
 // `bakeoff bench` against servers on bad days, through the built binary: a server that dies
 // mid-run, one that echoes the credentials, inputs that cannot be represented, a full disk, and
 // the small ways a run used to go wrong (issue "Right against real servers on bad days").
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "core/file.h"
 #include "emulate/server.h"
@@ -23,7 +23,8 @@ using testing::ProcessOptions;
 using testing::RunBakeoff;
 
 std::filesystem::path FreshDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -53,15 +54,16 @@ TEST(BenchBadDaysTest, ADeadServerStopsTheStepWithoutFloodingTheDisk) {
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto out = FreshDir("bakeoff_dead_server");
   const auto started = std::chrono::steady_clock::now();
-  const Finished f = RunBakeoff({"bench", "--url", Url(server.value()->port()), "--concurrency", "4",
-                                 "--duration", "60s", "--no-calibrate", "--give-up-after", "1s",
-                                 "--out", out.string()});
+  const Finished f =
+      RunBakeoff({"bench", "--url", Url(server.value()->port()), "--concurrency", "4", "--duration",
+                  "60s", "--no-calibrate", "--give-up-after", "1s", "--out", out.string()});
   EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
   EXPECT_EQ(f.exit_code, 1) << f.output;
   EXPECT_NE(f.output.find("no request succeeded"), std::string::npos) << f.output;
   const auto summary = nlohmann::json::parse(ReadFile(out / "summary.json").value());
   const auto& step = summary["steps"][0];
-  EXPECT_NE(step.value("stopped_reason", "").find("no request succeeded"), std::string::npos) << step.dump();
+  EXPECT_NE(step.value("stopped_reason", "").find("no request succeeded"), std::string::npos)
+      << step.dump();
   EXPECT_GT(step["connection_backoff"]["waits"].get<int>(), 0);
   const std::size_t records = CountLines(out / "records.jsonl");
   EXPECT_GE(records, 5u);
@@ -75,9 +77,9 @@ TEST(BenchBadDaysTest, AServerAnsweringOnlyErrorsIsGivenUp) {
       testing::Send(testing::FullResponse(500, R"({"error":{"message":"engine dead"}})"))});
   const auto out = FreshDir("bakeoff_only_errors");
   const auto started = std::chrono::steady_clock::now();
-  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--model", "m", "--concurrency", "2",
-                                 "--duration", "60s", "--no-calibrate", "--give-up-after", "1s",
-                                 "--out", out.string()});
+  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--model", "m", "--concurrency",
+                                 "2", "--duration", "60s", "--no-calibrate", "--give-up-after",
+                                 "1s", "--out", out.string()});
   EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
   EXPECT_EQ(f.exit_code, 1) << f.output;
   const auto summary = nlohmann::json::parse(ReadFile(out / "summary.json").value());
@@ -90,16 +92,16 @@ TEST(BenchBadDaysTest, AServerAnsweringOnlyErrorsIsGivenUp) {
 TEST(BenchBadDaysTest, AnEchoedBearerTokenIsRedactedEverywhere) {
   const std::string secret = "sk-test-4f9a1c0d2e7b";
   testing::ScriptedServer server([&](const testing::CapturedRequest& request) -> testing::Script {
-    const std::string body = R"({"error":{"message":"invalid key )" + std::string(request.Header("Authorization")) +
-                             R"(","type":"auth"}})";
+    const std::string body = R"({"error":{"message":"invalid key )" +
+                             std::string(request.Header("Authorization")) + R"(","type":"auth"}})";
     return {testing::Send(testing::FullResponse(401, body))};
   });
   const auto out = FreshDir("bakeoff_secret");
   ProcessOptions with_key;
   with_key.env = {{"OPENAI_API_KEY", secret}};
-  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--model", "m", "--requests", "3",
-                                 "--out", out.string()},
-                                with_key);
+  const Finished f = RunBakeoff(
+      {"bench", "--url", server.url(), "--model", "m", "--requests", "3", "--out", out.string()},
+      with_key);
   EXPECT_EQ(f.exit_code, 1) << f.output;
   EXPECT_EQ(f.output.find(secret), std::string::npos) << f.output;
   EXPECT_NE(f.output.find("[REDACTED]"), std::string::npos) << f.output;
@@ -141,8 +143,9 @@ TEST(BenchBadDaysTest, LengthsBeyondTheServersContextAreRefusedUpFront) {
   engine.max_model_len = 1024;
   testing::ScriptedServer server(testing::FixtureResponder(engine));
   const auto out = FreshDir("bakeoff_context");
-  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "1000", "--output-tokens",
-                                 "100", "--requests", "1", "--out", out.string()});
+  const Finished f =
+      RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "1000", "--output-tokens",
+                  "100", "--requests", "1", "--out", out.string()});
   EXPECT_EQ(f.exit_code, 1) << f.output;
   EXPECT_NE(f.output.find("context of 1024 tokens"), std::string::npos) << f.output;
   EXPECT_FALSE(std::filesystem::exists(out)) << "a refused run leaves no output folder";
@@ -155,14 +158,15 @@ TEST(BenchBadDaysTest, PromptsOffThePlanAfterCalibrationAreRefused) {
   engine.fixed_usage = 900;
   testing::ScriptedServer server(testing::FixtureResponder(engine));
   const auto out = FreshDir("bakeoff_off_plan");
-  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "256", "--requests", "2",
-                                 "--out", out.string()});
+  const Finished f = RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "256",
+                                 "--requests", "2", "--out", out.string()});
   EXPECT_EQ(f.exit_code, 1) << f.output;
   EXPECT_NE(f.output.find("tolerance"), std::string::npos) << f.output;
   EXPECT_FALSE(std::filesystem::exists(out));
   // The user can accept it knowingly.
-  const Finished accepted = RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "256", "--requests",
-                                        "2", "--prompt-tolerance", "1000%", "--out", out.string()});
+  const Finished accepted =
+      RunBakeoff({"bench", "--url", server.url(), "--prompt-tokens", "256", "--requests", "2",
+                  "--prompt-tolerance", "1000%", "--out", out.string()});
   EXPECT_EQ(accepted.exit_code, 0) << accepted.output;
   std::filesystem::remove_all(out);
 }
@@ -175,17 +179,21 @@ TEST(BenchBadDaysTest, AV1BaseUrlWorksAndSkippedTraceRowsReachTheSummary) {
   std::filesystem::create_directories(dir);
   {
     std::ofstream trace(dir / "trace.jsonl");
-    trace << R"({"timestamp": 0, "input_length": 20, "output_length": 4})" << "\n"
-          << R"({"timestamp": 10, "input_length": "x", "output_length": 4})" << "\n"
-          << R"({"timestamp": 20, "input_length": 30, "output_length": 4})" << "\n";
+    trace << R"({"timestamp": 0, "input_length": 20, "output_length": 4})"
+          << "\n"
+          << R"({"timestamp": 10, "input_length": "x", "output_length": 4})"
+          << "\n"
+          << R"({"timestamp": 20, "input_length": 30, "output_length": 4})"
+          << "\n";
   }
   const Finished f = RunBakeoff({"bench", "--url", Url(server.value()->port()) + "/v1/", "--trace",
-                                 (dir / "trace.jsonl").string(), "--skip-invalid", "--time-scale", "0.01",
-                                 "--out", (dir / "out").string()});
+                                 (dir / "trace.jsonl").string(), "--skip-invalid", "--time-scale",
+                                 "0.01", "--out", (dir / "out").string()});
   EXPECT_EQ(f.exit_code, 0) << f.output;
   EXPECT_NE(f.output.find("ends in /v1"), std::string::npos) << f.output;
   const auto summary = nlohmann::json::parse(ReadFile(dir / "out" / "summary.json").value());
-  EXPECT_EQ(summary["config"]["trace_import"]["rows_skipped"].get<int>(), 1) << summary["config"].dump();
+  EXPECT_EQ(summary["config"]["trace_import"]["rows_skipped"].get<int>(), 1)
+      << summary["config"].dump();
   EXPECT_EQ(summary["steps"][0]["requests"]["outcomes"]["ok"].get<int>(), 2);
   std::filesystem::remove_all(dir);
 }
@@ -224,8 +232,9 @@ TEST(BenchBadDaysTest, AMissingInputFileExitsTwoInEveryCommand) {
 TEST(BenchBadDaysTest, SynthIntoAFolderLeavesNothingBehind) {
   const auto dir = FreshDir("bakeoff_synth_folder");
   std::filesystem::create_directories(dir / "target");
-  const Finished f = RunBakeoff({"synth", "--from-shape", BAKEOFF_SOURCE_DIR "/examples/workloads/chatbot.yaml",
-                                 "--out", (dir / "target").string()});
+  const Finished f =
+      RunBakeoff({"synth", "--from-shape", BAKEOFF_SOURCE_DIR "/examples/workloads/chatbot.yaml",
+                  "--out", (dir / "target").string()});
   EXPECT_NE(f.exit_code, 0) << f.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "target.tmp"));
   std::filesystem::remove_all(dir);

@@ -1,16 +1,16 @@
 // tests/support/bakeoff_process.cc: the bakeoff binary as a child process (contract in the header).
 #include "support/bakeoff_process.h"
 
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace bakeoff::testing {
 
@@ -20,9 +20,9 @@ Finished RunBakeoff(const std::vector<std::string>& args, const ProcessOptions& 
 #endif
   using Clock = std::chrono::steady_clock;
   static int run_number = 0;
-  const auto output_path = std::filesystem::temp_directory_path() /
-                           ("bakeoff_process_" + std::to_string(::getpid()) + "_" +
-                            std::to_string(run_number++) + ".txt");
+  const auto output_path =
+      std::filesystem::temp_directory_path() / ("bakeoff_process_" + std::to_string(::getpid()) +
+                                                "_" + std::to_string(run_number++) + ".txt");
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

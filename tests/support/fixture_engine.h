@@ -22,9 +22,9 @@ namespace bakeoff::testing {
 struct FixtureEngine {
   std::optional<dialect::TokenizeDialect> tokenize;  // the route it serves; none: every one 404s
   bool reports_usage = true;
-  std::uint64_t bos_tokens = 1;             // added to every prompt (not by the tokenize route)
-  std::uint64_t template_tokens = 3;        // chat: once per request
-  std::uint64_t tokens_per_message = 4;     // chat: per message (role markers)
+  std::uint64_t bos_tokens = 1;              // added to every prompt (not by the tokenize route)
+  std::uint64_t template_tokens = 3;         // chat: once per request
+  std::uint64_t tokens_per_message = 4;      // chat: per message (role markers)
   std::optional<std::uint64_t> fixed_usage;  // a broken engine: usage always says this
   std::uint64_t max_model_len = 8192;
 };

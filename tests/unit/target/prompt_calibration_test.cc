@@ -14,7 +14,8 @@ namespace {
 
 using testing::FixtureEngine;
 
-CalibrationPlan PlanFor(const testing::ScriptedServer& server, std::optional<std::uint32_t> planned) {
+CalibrationPlan PlanFor(const testing::ScriptedServer& server,
+                        std::optional<std::uint32_t> planned) {
   CalibrationPlan plan;
   plan.endpoint = net::ParseEndpoint(server.url()).value();
   plan.request.model = "fixture-model";
@@ -25,8 +26,8 @@ CalibrationPlan PlanFor(const testing::ScriptedServer& server, std::optional<std
 }
 
 // Mean prompt length, as the engine counts it, of the first `n` requests a run would send.
-double RunPromptMean(const FixtureEngine& engine, const load::PromptSizing& sizing, std::uint32_t planned,
-                     int n) {
+double RunPromptMean(const FixtureEngine& engine, const load::PromptSizing& sizing,
+                     std::uint32_t planned, int n) {
   load::RunSpec run;
   run.target.request.model = "fixture-model";
   run.target.prompt_sizing = sizing;
@@ -61,7 +62,8 @@ TEST_P(CalibrationByDialectTest, PromptsLandWithinTwoPercentOfThePlan) {
     // BOS + template + one message's markers.
     EXPECT_NEAR(c.sizing.overhead_tokens, 8, 2);
     ASSERT_TRUE(c.achieved_tokens.has_value());
-    EXPECT_LT(std::abs(*c.Deviation()), 0.02) << planned << " planned, " << *c.achieved_tokens << " counted";
+    EXPECT_LT(std::abs(*c.Deviation()), 0.02)
+        << planned << " planned, " << *c.achieved_tokens << " counted";
     const double mean = RunPromptMean(engine, c.sizing, planned, 40);
     EXPECT_NEAR(mean, planned, 0.02 * planned) << "the run's own prompts, planned " << planned;
   }
@@ -76,7 +78,9 @@ INSTANTIATE_TEST_SUITE_P(
                       DialectCase{dialect::TokenizeDialect::kLmdeploy, "tokenize+usage"},
                       DialectCase{std::nullopt, "usage"}),
     [](const ::testing::TestParamInfo<DialectCase>& param_info) {
-      std::string name = param_info.param.dialect ? dialect::TokenizeDialectName(*param_info.param.dialect) : "usage_only";
+      std::string name = param_info.param.dialect
+                             ? dialect::TokenizeDialectName(*param_info.param.dialect)
+                             : "usage_only";
       std::erase(name, '.');
       return name;
     });
