@@ -23,7 +23,6 @@
 #include "analyze/slo.h"
 #include "core/file.h"
 #include "analyze/step_analysis.h"
-#include "load/prompt_text.h"
 #include "load/runner.h"
 #include "workload/trace.h"
 

@@ -34,6 +34,14 @@ Nanos ThreadCpuTime() {
   return std::chrono::seconds(now.tv_sec) + Nanos(now.tv_nsec);
 }
 
+// A request that never got a connection to the server, or lost a fresh one before any byte came
+// back: the server is down, not slow (closed-loop slots back off after one).
+bool FailedToConnect(const RequestRecord& r) {
+  if (r.outcome == Outcome::kConnectFailed) return true;
+  if (r.outcome == Outcome::kTimeout) return !r.connected;
+  return r.outcome == Outcome::kReset && !r.connection_reused && !r.headers_received;
+}
+
 // Shared by the workers of one step.
 struct StepContext {
   const RunSpec* run = nullptr;
@@ -79,14 +87,6 @@ struct StepContext {
         "stopped: no request succeeded for {:.1f} s ({} failed in a row; last: {})",
         ToSeconds(now - *failing_since), failures_in_a_row, record.error);
     step_stopped.store(true);
-  }
-
-  // A request that never got a connection to the server, or lost a fresh one before any byte
-  // came back: the server is down, not slow.
-  static bool FailedToConnect(const RequestRecord& r) {
-    if (r.outcome == Outcome::kConnectFailed) return true;
-    if (r.outcome == Outcome::kTimeout) return !r.connected;
-    return r.outcome == Outcome::kReset && !r.connection_reused && !r.headers_received;
   }
 };
 
@@ -293,7 +293,7 @@ class Worker {
     progress.tokens.fetch_add(record.OutputTokens(), std::memory_order_relaxed);
     if (record.outcome != Outcome::kOk) progress.failed.fetch_add(1, std::memory_order_relaxed);
     context_.NoteOutcome(record, RealClock().Now());
-    const bool connection_failed = StepContext::FailedToConnect(record);
+    const bool connection_failed = FailedToConnect(record);
     if (trace_mode()) ContinueSession(record, exchange.answer_text());
     recorder_.Add(record);
     idle_exchanges_.push_back(&exchange);
