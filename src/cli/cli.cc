@@ -31,6 +31,7 @@ int Main(int argc, char** argv) {
   AddFingerprintCommand(app, &exit_code);
   AddSynthCommand(app, &exit_code);
   AddSimulateCommand(app, &exit_code);
+  AddProbeCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

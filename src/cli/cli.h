@@ -29,6 +29,7 @@ void AddEmulateCommand(CLI::App& app, int* exit_code);
 void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
+void AddProbeCommand(CLI::App& app, int* exit_code);
 
 // Where engine presets named on the command line are looked up: $BAKEOFF_PRESETS_DIR when set,
 // else the first examples/engines found beside the binary or up to two levels above it

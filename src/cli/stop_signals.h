@@ -22,6 +22,9 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
   const std::atomic<bool>& flag() const;
+  // Runs in the handler of the second signal, just before the process ends: must be
+  // async-signal-safe (e.g. target::KillEveryLaunchedGroup).
+  void OnImmediateExit(void (*hook)());
   // The exit code for a run the signal stopped: 128 + the signal's number (130 for SIGINT,
   // 143 for SIGTERM), the shell's convention.
   int ExitCode() const;

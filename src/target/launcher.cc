@@ -31,7 +31,32 @@ std::string SignalName(int signal) {
   return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signal);
 }
 
+// Process groups of the LaunchedProcesses alive, for KillEveryLaunchedGroup (0 = free slot).
+constexpr std::size_t kMaxTrackedGroups = 64;
+std::atomic<pid_t> g_groups[kMaxTrackedGroups];
+
+void TrackGroup(pid_t group) {
+  for (std::atomic<pid_t>& slot : g_groups) {
+    pid_t free_slot = 0;
+    if (slot.compare_exchange_strong(free_slot, group)) return;
+  }
+}
+
+void UntrackGroup(pid_t group) {
+  for (std::atomic<pid_t>& slot : g_groups) {
+    pid_t expected = group;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
 }  // namespace
+
+void KillEveryLaunchedGroup() {
+  for (std::atomic<pid_t>& slot : g_groups) {
+    const pid_t group = slot.load();
+    if (group > 0) ::kill(-group, SIGKILL);
+  }
+}
 
 Result<std::vector<std::string>> SplitCommandLine(std::string_view command) {
   std::vector<std::string> words;
@@ -251,6 +276,7 @@ Result<std::unique_ptr<LaunchedProcess>> LaunchedProcess::Start(const LaunchSpec
   }
   ::setpgid(pid, pid);  // also here, so a signal sent right after Start reaches the group
   process->pid_ = pid;
+  TrackGroup(pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   ::close(exec_pipe[1]);
@@ -281,7 +307,10 @@ LaunchedProcess::~LaunchedProcess() {
     }
     Reaped(status);
   }
-  if (pid_ > 0) ::kill(-pid_, SIGKILL);  // whatever of its group is left
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);  // whatever of its group is left
+    UntrackGroup(pid_);
+  }
 }
 
 void LaunchedProcess::Reaped(int wait_status) {

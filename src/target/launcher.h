@@ -65,6 +65,10 @@ struct LogLine {
 bool PortAcceptsConnections(const std::string& host, std::uint16_t port,
                             Nanos timeout = std::chrono::milliseconds(200));
 
+// Sends SIGKILL to the process group of every LaunchedProcess still alive. Async-signal-safe: for
+// a handler that ends bakeoff at once (a second Ctrl-C), so no candidate outlives it.
+void KillEveryLaunchedGroup();
+
 class LaunchedProcess {
  public:
   // Checks the port is free (kUnavailable naming it when something already listens there), opens

@@ -25,9 +25,10 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"measure", {"core", "stats", "measure"}},
     {"load", {"core", "stats", "net", "dialect", "workload", "measure", "load"}},
     {"target", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target"}},
+    {"qualify", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify"}},
     {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze"}},
     {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
-    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "analyze", "emulate", "cli"}},
+    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "analyze", "emulate", "cli"}},
 };
 
 // Files allowed to include Boost (Asio/Beast): they are the only slow translation units.

@@ -1,0 +1,274 @@
+// qualify/load_probes.cc
+//
+// Owns: the probes that put work on the candidate and watch what it does with it: cancellation
+// (streams abandoned in prefill and in decode: does the work stop and the capacity come back,
+// and how soon) and overload (far more streams than it can serve: does it shed with 429/503 and
+// Retry-After, queue without bound, time out or die; how soon it recovers; one request far past
+// its limits).
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "dialect/openai.h"
+#include "qualify/probes.h"
+#include "qualify/stream_batch.h"
+
+namespace bakeoff::qualify {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::uint32_t kYardstickTokens = 32;
+// A yardstick request this much slower than on the idle engine means the engine is still busy.
+constexpr double kBusyRatio = 1.5;
+
+// Seconds one forced-length streamed request of kYardstickTokens takes end to end; nullopt when it
+// fails (`error`, when given, says why).
+std::optional<double> Yardstick(ProbeContext& context, std::string* error = nullptr) {
+  StreamBatch batch(context.candidate.endpoint(), context.candidate.OptionsWithin(seconds(60)),
+                    dialect::ApiPath(context.candidate.spec().api),
+                    StreamingBodies(context.candidate, 1, kYardstickTokens, 8));
+  const std::vector<measure::RequestRecord> records = batch.Finish(seconds(60));
+  const measure::RequestRecord& r = records.front();
+  if (r.outcome != measure::Outcome::kOk || !r.finished) {
+    if (error != nullptr) *error = fmt::format("{}: {}", measure::OutcomeName(r.outcome), r.error);
+    return std::nullopt;
+  }
+  return Seconds(*r.finished - r.intended_send);
+}
+
+struct Recovery {
+  bool recovered = false;
+  double after_s = 0;      // from the cancel to the first yardstick back within kBusyRatio
+  double first_ratio = 0;  // the first yardstick after the cancel, against the idle one
+};
+
+// Repeats the yardstick from `since` until it is back within kBusyRatio of `idle`, for up to
+// `limit`.
+Recovery AwaitRecovery(ProbeContext& context, double idle, MonoTime since, Nanos limit) {
+  Recovery recovery;
+  const MonoTime until = std::min(since + limit, context.deadline);
+  while (!context.stop && std::chrono::steady_clock::now() < until) {
+    const std::optional<double> took = Yardstick(context);
+    const double ratio = took ? *took / idle : 1e9;
+    if (recovery.first_ratio == 0) recovery.first_ratio = ratio;
+    if (ratio <= kBusyRatio) {
+      recovery.recovered = true;
+      recovery.after_s = Seconds(std::chrono::steady_clock::now() - since);
+      return recovery;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return recovery;
+}
+
+}  // namespace
+
+void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
+  target::Candidate& candidate = context.candidate;
+  std::string error;
+  std::optional<double> idle = Yardstick(context, &error);
+  if (const std::optional<double> again = Yardstick(context); again && idle)
+    idle = std::min(*idle, *again);
+  if (!idle) {
+    result.Find(Severity::kDisqualifying, "not_serving",
+                "a plain streamed request failed on the idle candidate: " + error);
+    return;
+  }
+  result.Measure("yardstick_idle", *idle * 1000, "ms");
+  nlohmann::ordered_json j;
+  j["yardstick_idle_ms"] = *idle * 1000;
+  const std::size_t n = context.options.cancel_streams;
+  const std::uint32_t long_output = context.options.long_output_tokens * 4;
+  struct Phase {
+    const char* name;
+    std::size_t prompt_words;
+    bool wait_first_token;
+  };
+  for (const Phase phase : {Phase{"decode", 32, true}, Phase{"prefill", 3000, false}}) {
+    if (context.Expired()) break;
+    StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(context.Remaining()),
+                      dialect::ApiPath(candidate.spec().api),
+                      StreamingBodies(candidate, n, long_output, phase.prompt_words));
+    if (phase.wait_first_token) {
+      batch.WaitStarted(n, seconds(30));
+    } else {
+      std::this_thread::sleep_for(milliseconds(30));  // written, not yet answered
+    }
+    const std::size_t answering = batch.Started();
+    batch.CancelAll();
+    const MonoTime cancelled = std::chrono::steady_clock::now();
+    batch.Finish(Nanos{0});
+    const Recovery recovery = AwaitRecovery(context, *idle, cancelled, seconds(30));
+    j[phase.name] = {{"streams", n},
+                     {"answering_when_cancelled", answering},
+                     {"first_yardstick_ratio", recovery.first_ratio},
+                     {"recovered", recovery.recovered},
+                     {"recovered_after_s", recovery.after_s}};
+    result.Measure(std::string(phase.name) + "_recovery", recovery.after_s, "s");
+    result.Measure(std::string(phase.name) + "_first_ratio", recovery.first_ratio, "x");
+    if (!recovery.recovered) {
+      result.Find(Severity::kDisqualifying,
+                  std::string("keeps_generating_after_") + phase.name + "_cancel",
+                  fmt::format("after {} streams were cancelled in {}, a {}-token request stayed "
+                              "over {:.1f}x its idle "
+                              "time for 30 s: the engine kept working for clients that had left",
+                              n, phase.name, kYardstickTokens, kBusyRatio));
+    } else if (recovery.after_s > 2.0) {
+      result.Find(Severity::kWarning, std::string("slow_to_stop_after_") + phase.name + "_cancel",
+                  fmt::format("capacity came back {:.1f} s after {} streams were cancelled in {}",
+                              recovery.after_s, n, phase.name));
+    }
+  }
+  const std::string evidence = context.evidence.Write("cancellation.json", j.dump(2) + "\n");
+  for (Finding& finding : result.findings) finding.evidence.push_back(evidence);
+}
+
+void ProbeOverload(ProbeContext& context, ProbeResult& result) {
+  target::Candidate& candidate = context.candidate;
+  const std::size_t n = context.options.saturation_concurrency * 4;
+  StreamBatch batch(candidate.endpoint(),
+                    candidate.OptionsWithin(context.options.overload_duration + seconds(5)),
+                    dialect::ApiPath(candidate.spec().api),
+                    StreamingBodies(candidate, n, context.options.long_output_tokens));
+  // While overloaded: one more request, to read the headers of a refusal.
+  std::this_thread::sleep_for(std::min<Nanos>(seconds(1), context.options.overload_duration / 2));
+  std::string retry_after;
+  int probe_status = 0;
+  {
+    net::HttpRequest request;
+    request.path = dialect::ApiPath(candidate.spec().api);
+    request.body = StreamingBodies(candidate, 1, 8).front();
+    Result<net::FetchedResponse> response = candidate.Call(std::move(request), seconds(5));
+    if (response.ok()) {
+      probe_status = response->head.status;
+      retry_after = std::string(response->head.Header("Retry-After"));
+    }
+  }
+  const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
+  while (!context.stop && batch.Ended() < n && std::chrono::steady_clock::now() < window_end) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  const std::size_t waiting_at_end = n - batch.Started();
+  const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
+  const MonoTime load_stopped = std::chrono::steady_clock::now();
+  std::size_t served = 0, shed = 0, other_errors = 0, cut = 0;
+  for (const measure::RequestRecord& r : records) {
+    if (r.outcome == measure::Outcome::kOk ||
+        (r.outcome == measure::Outcome::kCancelled && r.first_token)) {
+      ++served;
+    } else if (r.outcome == measure::Outcome::kHttpError &&
+               (r.http_status == 429 || r.http_status == 503)) {
+      ++shed;
+    } else if (r.outcome == measure::Outcome::kCancelled) {
+      // still waiting when the window closed: counted in waiting_at_end
+    } else if (r.outcome == measure::Outcome::kReset ||
+               r.outcome == measure::Outcome::kConnectFailed) {
+      ++cut;
+    } else {
+      ++other_errors;
+    }
+  }
+  result.Measure("streams", static_cast<double>(n), "streams");
+  result.Measure("served", static_cast<double>(served), "streams");
+  result.Measure("shed", static_cast<double>(shed), "streams");
+  result.Measure("waiting_at_end", static_cast<double>(waiting_at_end), "streams");
+  nlohmann::ordered_json j = {{"streams", n},
+                              {"served", served},
+                              {"shed", shed},
+                              {"other_errors", other_errors},
+                              {"reset_or_refused", cut},
+                              {"waiting_at_end", waiting_at_end},
+                              {"extra_request_status", probe_status},
+                              {"retry_after", retry_after}};
+  const bool died = candidate.launch_mode() && !candidate.Running();
+  if (died) {
+    result.Find(Severity::kDisqualifying, "died",
+                "the candidate died under overload (" +
+                    candidate.process()->exit_status()->Describe() + ")",
+                {candidate.process()->stderr_path().string()});
+  }
+  if (shed == 0 && waiting_at_end > 0) {
+    result.Find(Severity::kWarning, "queues_without_bound",
+                fmt::format("{} streams against a saturation of {}: none refused, {} still without "
+                            "a first token after "
+                            "{:.0f} s; clients wait instead of being told to retry",
+                            n, context.options.saturation_concurrency, waiting_at_end,
+                            Seconds(context.options.overload_duration)));
+  }
+  if ((shed > 0 || probe_status == 429 || probe_status == 503) && retry_after.empty()) {
+    result.Find(Severity::kInfo, "shed_without_retry_after",
+                "refusals under overload carry no Retry-After header");
+  }
+  if (other_errors + cut > 0) {
+    result.Find(Severity::kWarning, "errors_under_overload",
+                fmt::format("{} streams ended with errors other than a 429/503 refusal",
+                            other_errors + cut));
+  }
+  // Recovery after the load stops.
+  std::optional<double> recovered_after;
+  while (!died && !context.stop && std::chrono::steady_clock::now() - load_stopped < seconds(30)) {
+    if (candidate.Generate("Hello", 1, seconds(5)).ok) {
+      recovered_after = Seconds(std::chrono::steady_clock::now() - load_stopped);
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  j["recovered_after_s"] =
+      recovered_after ? nlohmann::json(*recovered_after) : nlohmann::json(nullptr);
+  if (recovered_after) {
+    result.Measure("recovery", *recovered_after, "s");
+  } else if (!died) {
+    result.Find(Severity::kDisqualifying, "no_recovery",
+                "no request succeeded in the 30 s after the overload stopped");
+  }
+  // One request far past any limit: a clear 4xx, not a hang or a crash.
+  if (!died && recovered_after) {
+    dialect::GenerationRequest huge;
+    huge.api = candidate.spec().api;
+    huge.model = candidate.model();
+    huge.stream = false;
+    huge.include_usage = false;
+    huge.max_tokens = 100'000'000;
+    huge.prompt = "Tell a story.";
+    net::HttpRequest request;
+    request.path = dialect::ApiPath(candidate.spec().api);
+    request.body = dialect::EncodeRequestBody(huge);
+    const MonoTime sent = std::chrono::steady_clock::now();
+    Result<net::FetchedResponse> response = candidate.Call(request, seconds(30));
+    const Nanos took = std::chrono::steady_clock::now() - sent;
+    const int status = response.ok() ? response->head.status : 0;
+    const std::string exchange = context.evidence.WriteExchange(
+        "oversized_request", "POST", request.path, request.body, status,
+        response.ok() ? response->body : "", response.ok() ? "" : response.error().message, took);
+    j["oversized_request_status"] = status;
+    if (candidate.launch_mode() && !candidate.Running()) {
+      result.Find(Severity::kDisqualifying, "crash_on_oversized_request",
+                  "one request with max_tokens 100,000,000 killed the candidate", {exchange});
+    } else if (status == 0) {
+      result.Find(
+          Severity::kDisqualifying, "hang_on_oversized_request",
+          "one request with max_tokens 100,000,000 got no answer: " + response.error().message,
+          {exchange});
+    } else if (status >= 500) {
+      result.Find(
+          Severity::kWarning, "server_error_on_oversized_request",
+          fmt::format("one request with max_tokens 100,000,000 got HTTP {} instead of a 4xx",
+                      status),
+          {exchange});
+    } else if (status >= 200 && status < 300) {
+      result.Find(Severity::kWarning, "oversized_request_accepted",
+                  "one request with max_tokens 100,000,000 was accepted (2xx): the limit is not "
+                  "checked up front",
+                  {exchange});
+    }
+  }
+  const std::string evidence = context.evidence.Write("overload.json", j.dump(2) + "\n");
+  for (Finding& finding : result.findings) finding.evidence.push_back(evidence);
+}
+
+}  // namespace bakeoff::qualify

@@ -1,0 +1,220 @@
+// qualify/probe.cc: result bookkeeping, evidence files, and the probe runner.
+#include "qualify/probe.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/file.h"
+#include "qualify/probes.h"
+
+namespace bakeoff::qualify {
+namespace {
+
+constexpr std::size_t kEvidenceBodyBytes = 64 * 1024;
+
+std::string Cut(std::string_view text) {
+  if (text.size() <= kEvidenceBodyBytes) return std::string(text);
+  return fmt::format("{}... [{} more bytes]", text.substr(0, kEvidenceBodyBytes),
+                     text.size() - kEvidenceBodyBytes);
+}
+
+// JSON strings must be UTF-8; evidence bodies may not be (the bad-input battery sends invalid
+// UTF-8).
+nlohmann::json Text(std::string_view text) {
+  const std::string literal =
+      nlohmann::json(Cut(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(literal);
+}
+
+bool Selected(const ProbeRunOptions& options, std::string_view name) {
+  auto has = [&](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  return (options.only.empty() || has(options.only)) && !has(options.skip);
+}
+
+}  // namespace
+
+const char* SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kDisqualifying:
+      return "disqualifying";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
+  }
+  return "?";
+}
+
+const char* CheckStatusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kUnsupported:
+      return "unsupported";
+  }
+  return "?";
+}
+
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kWarn:
+      return "warn";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kNotRun:
+      return "not_run";
+  }
+  return "?";
+}
+
+void ProbeResult::Find(Severity severity, std::string code, std::string message,
+                       std::vector<std::string> evidence) {
+  findings.push_back({severity, name + "." + code, std::move(message), std::move(evidence)});
+}
+
+void ProbeResult::Measure(std::string measurement, double value, std::string unit) {
+  measurements.push_back({std::move(measurement), value, std::move(unit)});
+}
+
+void ProbeResult::AddCheck(std::string check, CheckStatus status, std::string detail,
+                           std::vector<std::string> evidence) {
+  checks.push_back({std::move(check), status, std::move(detail), std::move(evidence)});
+}
+
+void ProbeResult::Conclude() {
+  if (verdict == Verdict::kNotRun) return;
+  verdict = Verdict::kPass;
+  for (const Finding& finding : findings) {
+    if (finding.severity == Severity::kDisqualifying) verdict = Verdict::kFail;
+    if (finding.severity == Severity::kWarning && verdict == Verdict::kPass)
+      verdict = Verdict::kWarn;
+  }
+}
+
+Nanos ProbeContext::Remaining() const {
+  return std::max(Nanos{0},
+                  std::chrono::duration_cast<Nanos>(deadline - std::chrono::steady_clock::now()));
+}
+
+std::string Evidence::Write(const std::string& name, std::string_view content) const {
+  const std::filesystem::path relative = std::filesystem::path("evidence") / probe_ / name;
+  std::error_code ec;
+  std::filesystem::create_directories((out_dir_ / relative).parent_path(), ec);
+  (void)WriteFileAtomically(out_dir_ / relative, content);
+  return relative.string();
+}
+
+std::string Evidence::WriteExchange(const std::string& name, const std::string& method,
+                                    const std::string& path, std::string_view request_body,
+                                    int status, std::string_view response_body,
+                                    std::string_view error, Nanos took) const {
+  nlohmann::ordered_json j;
+  j["request"] = {{"method", method}, {"path", path}, {"body", Text(request_body)}};
+  j["response"] = {{"status", status}, {"body", Text(response_body)}};
+  if (!error.empty()) j["error"] = Text(error);
+  j["took_ms"] = std::chrono::duration<double, std::milli>(took).count();
+  return Write(name + ".json",
+               j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+const std::vector<ProbeInfo>& AllProbes() {
+  using std::chrono::seconds;
+  static const std::vector<ProbeInfo> probes = {
+      {"cold_start", "spawn to port, ready and first answer, with log phases", true, true,
+       seconds(660), ProbeColdStart},
+      {"readiness", "health against real requests from the spawn on, and under load", false, true,
+       seconds(700), ProbeReadiness},
+      {"cancellation", "abandoned streams stop their work and capacity comes back", false, false,
+       seconds(120), ProbeCancellation},
+      {"overload", "shedding, queueing and recovery far above capacity", false, false, seconds(120),
+       ProbeOverload},
+      {"sigterm_drain", "streams in flight at SIGTERM finish or end visibly; exit in the grace",
+       true, false, seconds(180), ProbeSigtermDrain},
+      {"restart", "SIGKILL, relaunch, time to the first good answer", true, false, seconds(660),
+       ProbeRestart},
+  };
+  return probes;
+}
+
+Status ValidateProbeSelection(const ProbeRunOptions& options) {
+  std::string known;
+  for (const ProbeInfo& probe : AllProbes())
+    known += (known.empty() ? "" : ", ") + std::string(probe.name);
+  for (const auto* names : {&options.only, &options.skip}) {
+    for (const std::string& name : *names) {
+      const bool exists = std::any_of(AllProbes().begin(), AllProbes().end(),
+                                      [&](const ProbeInfo& probe) { return probe.name == name; });
+      if (!exists) {
+        return MakeError(ErrorCode::kInvalidInput,
+                         fmt::format("unknown probe \"{}\" (known: {})", name, known));
+      }
+    }
+  }
+  return Ok{};
+}
+
+bool ProbeRun::Disqualified() const {
+  return std::any_of(results.begin(), results.end(),
+                     [](const ProbeResult& r) { return r.verdict == Verdict::kFail; });
+}
+
+ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
+                   const std::atomic<bool>& stop,
+                   const std::function<void(const std::string&)>& log) {
+  ProbeRun run;
+  const MonoTime run_start = std::chrono::steady_clock::now();
+  for (const ProbeInfo& info : AllProbes()) {
+    if (!Selected(options, info.name)) continue;
+    ProbeResult result;
+    result.name = std::string(info.name);
+    const MonoTime start = std::chrono::steady_clock::now();
+    auto not_run = [&](std::string reason) {
+      result.verdict = Verdict::kNotRun;
+      result.not_run_reason = std::move(reason);
+    };
+    if (stop) {
+      run.interrupted = true;
+      not_run("interrupted");
+    } else if (info.needs_launch && !candidate.launch_mode()) {
+      not_run("attach mode: this probe signals or relaunches the process; pass --launch");
+    } else if (info.needs_fresh_start && candidate.launch_mode()) {
+      if (candidate.Running()) candidate.Stop();
+    } else {
+      Status up = candidate.EnsureUp(options.probe.cold_start_budget);
+      if (!up.ok()) not_run("the candidate is not up: " + up.error().message);
+    }
+    if (result.verdict != Verdict::kNotRun) {
+      log(fmt::format("probe {}: {}", info.name, info.summary));
+      const Evidence evidence(options.out_dir, result.name);
+      ProbeContext context{candidate, evidence, options.probe, stop, log, start + info.time_bound};
+      info.run(context, result);
+      if (stop) {
+        run.interrupted = true;
+        result.Find(Severity::kInfo, "interrupted",
+                    "the probe was interrupted; its result is partial");
+      }
+    }
+    result.Conclude();
+    result.took = std::chrono::steady_clock::now() - start;
+    log(fmt::format("probe {}: {}{}", info.name, VerdictName(result.verdict),
+                    result.not_run_reason.empty() ? "" : " (" + result.not_run_reason + ")"));
+    run.results.push_back(std::move(result));
+  }
+  if (candidate.launch_mode() && candidate.Running()) candidate.Stop();
+  if (Result<target::TargetFacts> facts = candidate.Facts(); facts.ok()) {
+    run.model = facts->model;
+    run.emulated = facts->emulated;
+  }
+  run.took = std::chrono::steady_clock::now() - run_start;
+  return run;
+}
+
+}  // namespace bakeoff::qualify

@@ -1,0 +1,90 @@
+// qualify/probe_report.cc
+#include "qualify/probe_report.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace bakeoff::qualify {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json FindingJson(const Finding& finding) {
+  return {{"severity", SeverityName(finding.severity)},
+          {"code", finding.code},
+          {"message", finding.message},
+          {"evidence", finding.evidence}};
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace
+
+std::string ProbesJson(const ProbeRun& run, const ProbedTarget& target) {
+  Json j;
+  j["schema_version"] = kProbesSchemaVersion;
+  j["tool"] = std::string("bakeoff ") + BAKEOFF_VERSION;
+  j["date"] = UtcNow();
+  j["target"] = {
+      {"url", target.url}, {"mode", target.mode}, {"model", run.model}, {"emulated", run.emulated}};
+  if (!target.command.empty()) j["target"]["command"] = target.command;
+  j["disqualified"] = run.Disqualified();
+  j["interrupted"] = run.interrupted;
+  j["took_s"] = std::chrono::duration<double>(run.took).count();
+  j["probes"] = Json::array();
+  for (const ProbeResult& r : run.results) {
+    Json probe = {{"name", r.name},
+                  {"verdict", VerdictName(r.verdict)},
+                  {"took_s", std::chrono::duration<double>(r.took).count()}};
+    if (!r.not_run_reason.empty()) probe["not_run_reason"] = r.not_run_reason;
+    probe["findings"] = Json::array();
+    for (const Finding& f : r.findings) probe["findings"].push_back(FindingJson(f));
+    probe["measurements"] = Json::object();
+    for (const Measurement& m : r.measurements)
+      probe["measurements"][m.name] = {{"value", m.value}, {"unit", m.unit}};
+    probe["checks"] = Json::array();
+    for (const Check& c : r.checks) {
+      probe["checks"].push_back({{"name", c.name},
+                                 {"status", CheckStatusName(c.status)},
+                                 {"detail", c.detail},
+                                 {"evidence", c.evidence}});
+    }
+    j["probes"].push_back(std::move(probe));
+  }
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string FormatProbeTable(const ProbeRun& run, const ProbedTarget& target) {
+  std::string out =
+      fmt::format("probes of {} ({}{}){}\n", target.url, target.mode,
+                  run.model.empty() ? "" : ", model " + run.model,
+                  run.emulated ? " [emulated engine: not an engine performance result]" : "");
+  out += fmt::format("{:<15} {:<8} {:>7}  {}\n", "probe", "verdict", "time", "findings");
+  for (const ProbeResult& r : run.results) {
+    std::string first = r.not_run_reason;
+    if (first.empty() && !r.findings.empty())
+      first = r.findings.front().code + ": " + r.findings.front().message;
+    if (first.size() > 110) first = first.substr(0, 107) + "...";
+    out += fmt::format("{:<15} {:<8} {:>6.1f}s  {}\n", r.name, VerdictName(r.verdict),
+                       std::chrono::duration<double>(r.took).count(), first);
+    for (std::size_t i = 1; i < r.findings.size(); ++i) {
+      std::string more = r.findings[i].code + ": " + r.findings[i].message;
+      if (more.size() > 110) more = more.substr(0, 107) + "...";
+      out += fmt::format("{:<33} {}\n", "", more);
+    }
+  }
+  out += run.Disqualified() ? "verdict: DISQUALIFIED (a probe found a disqualifying problem)\n"
+                            : "verdict: nothing disqualifying found\n";
+  return out;
+}
+
+}  // namespace bakeoff::qualify

@@ -1,0 +1,33 @@
+// qualify/probes.h
+//
+// Owns: the declarations of the probes AllProbes() lists, and the helpers several probes share.
+// Each probe is a plain function filling a ProbeResult (qualify/probe.h); they live in
+// lifecycle_probes.cc (cold start, readiness, SIGTERM drain, restart), load_probes.cc
+// (cancellation, overload) and the files named below.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "qualify/probe.h"
+
+namespace bakeoff::qualify {
+
+void ProbeColdStart(ProbeContext& context, ProbeResult& result);
+void ProbeReadiness(ProbeContext& context, ProbeResult& result);
+void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result);
+void ProbeRestart(ProbeContext& context, ProbeResult& result);
+void ProbeCancellation(ProbeContext& context, ProbeResult& result);
+void ProbeOverload(ProbeContext& context, ProbeResult& result);
+
+// Request bodies for `count` streaming generations of exactly `output_tokens` each (ignore_eos
+// and min_tokens) on the candidate's API, prompts of about `prompt_words` words, each prompt
+// distinct so no prefix cache shortens the work.
+std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std::size_t count,
+                                         std::uint32_t output_tokens,
+                                         std::size_t prompt_words = 32);
+
+// Seconds as a double.
+double Seconds(Nanos duration);
+
+}  // namespace bakeoff::qualify

@@ -1,0 +1,65 @@
+// qualify/stream_batch.h
+//
+// Owns: a batch of streaming generations sent at once to a candidate and watched while the probe
+// acts on it (cancels them, signals the engine, polls its health): each one measured by
+// load::Exchange into a measure::RequestRecord with exactly one Outcome, so a probe can tell a
+// stream that completed from one that ended with an identifiable error or was cut silently.
+// Does not own: what a probe concludes from the records.
+//
+// Thread-safety: the requests run on a private event-loop thread; every public method is called
+// from one other thread. The destructor cancels what still runs and joins.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "load/exchange.h"
+#include "measure/record.h"
+#include "net/event_loop.h"
+#include "net/http_client.h"
+
+namespace bakeoff::qualify {
+
+class StreamBatch {
+ public:
+  // Starts one streaming POST to `path` per body, all at once. `total` bounds each request.
+  StreamBatch(const net::Endpoint& endpoint, net::ClientOptions options, const std::string& path,
+              const std::vector<std::string>& bodies, std::string secret = {});
+  ~StreamBatch();
+  StreamBatch(const StreamBatch&) = delete;
+  StreamBatch& operator=(const StreamBatch&) = delete;
+
+  std::size_t size() const { return exchanges_.size(); }
+  // Streams that have received a first token, or have ended (either way nothing more to wait for).
+  std::size_t Started() const { return started_; }
+  std::size_t Ended() const { return ended_; }
+  // Waits until at least `count` streams have started (as above), up to `timeout`.
+  bool WaitStarted(std::size_t count, Nanos timeout) const;
+  // Cancels every stream that has not ended, now.
+  void CancelAll();
+  // Waits up to `timeout` for every stream to end, cancels the rest, stops the thread, and returns
+  // the records in request order. Call once.
+  std::vector<measure::RequestRecord> Finish(Nanos timeout);
+
+ private:
+  void Tally();  // loop thread: refreshes started_ and ended_
+
+  net::EventLoop loop_;
+  std::unique_ptr<net::HttpClient> client_;
+  std::vector<std::unique_ptr<load::Exchange>> exchanges_;
+  std::vector<measure::RequestRecord> done_;  // by request index; guarded by mutex_
+  std::vector<bool> ended_flags_;             // loop thread only
+  mutable std::mutex mutex_;
+  std::atomic<std::size_t> started_{0};
+  std::atomic<std::size_t> ended_{0};
+  net::EventLoop::TimerPtr tally_timer_;
+  std::thread thread_;
+};
+
+}  // namespace bakeoff::qualify
