@@ -131,25 +131,28 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
 void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   target::Candidate& candidate = context.candidate;
   const std::size_t n = context.options.saturation_concurrency * 4;
+  const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
   StreamBatch batch(candidate.endpoint(),
-                    candidate.OptionsWithin(context.options.overload_duration + seconds(5)),
+                    candidate.OptionsWithin(context.options.overload_duration + seconds(30)),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, n, context.options.long_output_tokens));
-  // While overloaded: one more request, to read the headers of a refusal.
-  std::this_thread::sleep_for(std::min<Nanos>(seconds(1), context.options.overload_duration / 2));
+  // While overloaded: one more request, to read the headers of a refusal (or see it wait).
+  std::this_thread::sleep_for(std::min<Nanos>(seconds(1), context.options.overload_duration / 4));
   std::string retry_after;
   int probe_status = 0;
   {
     net::HttpRequest request;
     request.path = dialect::ApiPath(candidate.spec().api);
     request.body = StreamingBodies(candidate, 1, 8).front();
-    Result<net::FetchedResponse> response = candidate.Call(std::move(request), seconds(5));
+    const Nanos wait =
+        std::max<Nanos>(milliseconds(100),
+                        std::min<Nanos>(seconds(2), window_end - std::chrono::steady_clock::now()));
+    Result<net::FetchedResponse> response = candidate.Call(std::move(request), wait);
     if (response.ok()) {
       probe_status = response->head.status;
       retry_after = std::string(response->head.Header("Retry-After"));
     }
   }
-  const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
   while (!context.stop && batch.Ended() < n && std::chrono::steady_clock::now() < window_end) {
     std::this_thread::sleep_for(milliseconds(50));
   }
