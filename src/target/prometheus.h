@@ -105,7 +105,8 @@ struct PrometheusParseOptions {
   static constexpr std::size_t kDefaultMaxLineBytes = std::size_t{1} << 20;
   static constexpr std::size_t kDefaultMaxWarnings = 100;
 
-  // A malformed line fails the page instead of being skipped.
+  // Anything that would be a warning (a malformed line or exemplar, a repeated TYPE line, text
+  // after "# EOF") fails the page instead, naming its line.
   bool strict = false;
   // Pages and lines (without their line end) over these are refused outright.
   std::size_t max_page_bytes = kDefaultMaxPageBytes;
@@ -117,7 +118,8 @@ struct PrometheusParseOptions {
 // Parses a whole exposition page (Prometheus text 0.0.4 and OpenMetrics 1.0 text; lines end in LF
 // or CRLF, a leading UTF-8 BOM is skipped). A page is OpenMetrics when it has a "# EOF" line; then
 // sample timestamps are read as float seconds, and text after "# EOF" is ignored with a warning.
-// Exemplars (` # {trace_id="x"} 1.0 123`) are checked and dropped. Lenient by default: a malformed
+// Exemplars (` # {trace_id="x"} 1.0 123`) are checked and dropped; a malformed one is a warning
+// and its sample is kept. Lenient by default: a malformed
 // line is skipped and listed in warnings ("line 12: ..."); a repeated TYPE, HELP or UNIT line for a
 // family is also a warning (the first one is kept). The page fails with kInvalidInput, the message
 // naming a line, when it has no valid sample line at all but has some non-comment text; or when it

@@ -403,6 +403,7 @@ TEST(PrometheusParseTest, StrictModeFailsOnTheFirstProblem) {
   EXPECT_THAT(ParseError("# TYPE a gauge\n# TYPE a gauge\n", strict),
               StartsWith("line 2: second TYPE"));
   EXPECT_THAT(ParseError("a 1\n# EOF\nb 2\n", strict), StartsWith("line 3: text after # EOF"));
+  EXPECT_THAT(ParseError("a 1 # {x=1} 1\n", strict), StartsWith("line 1: exemplar"));
   EXPECT_EQ(ParseOk("# TYPE a gauge\na{x=\"1\"} 1\n", strict).samples.size(), 1u);
 }
 
