@@ -132,6 +132,8 @@ const std::vector<ProbeInfo>& AllProbes() {
        seconds(660), ProbeColdStart},
       {"readiness", "health against real requests from the spawn on, and under load", false, true,
        seconds(700), ProbeReadiness},
+      {"observability", "metrics page: which operator signals exist, and when counters move", false,
+       false, seconds(180), ProbeObservability},
       {"cancellation", "abandoned streams stop their work and capacity comes back", false, false,
        seconds(120), ProbeCancellation},
       {"overload", "shedding, queueing and recovery far above capacity", false, false, seconds(120),

@@ -3,7 +3,7 @@
 // Owns: the declarations of the probes AllProbes() lists, and the helpers several probes share.
 // Each probe is a plain function filling a ProbeResult (qualify/probe.h); they live in
 // lifecycle_probes.cc (cold start, readiness, SIGTERM drain, restart), load_probes.cc
-// (cancellation, overload) and the files named below.
+// (cancellation, overload) and observability_probe.cc.
 #pragma once
 
 #include <string>
@@ -19,6 +19,7 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result);
 void ProbeRestart(ProbeContext& context, ProbeResult& result);
 void ProbeCancellation(ProbeContext& context, ProbeResult& result);
 void ProbeOverload(ProbeContext& context, ProbeResult& result);
+void ProbeObservability(ProbeContext& context, ProbeResult& result);
 
 // Request bodies for `count` streaming generations of exactly `output_tokens` each (ignore_eos
 // and min_tokens) on the candidate's API, prompts of about `prompt_words` words, each prompt

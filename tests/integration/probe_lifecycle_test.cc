@@ -3,6 +3,7 @@
 // should raise. Every test checks that no process is left behind (the port is free again).
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -93,14 +94,15 @@ ProbeOutcome ProbeEmulator(const std::string& emulate_flags, std::vector<std::st
 }
 
 TEST(ProbeLifecycleTest, WellBehavedEmulatorPassesEveryLifecycleAndLoadProbe) {
-  const ProbeOutcome o =
-      ProbeEmulator("--startup-load 0.5 --max-waiting 16",
-                    {"--only", "cold_start,readiness,cancellation,overload,sigterm_drain,restart"});
+  const ProbeOutcome o = ProbeEmulator(
+      "--startup-load 0.5 --max-waiting 16",
+      {"--only", "cold_start,readiness,observability,cancellation,overload,sigterm_drain,restart"});
   ASSERT_EQ(o.process.exit_code, 0) << o.process.output;
   ASSERT_TRUE(o.probes.is_object()) << o.process.output;
   EXPECT_EQ(o.probes["target"]["emulated"], true);
   EXPECT_EQ(o.probes["disqualified"], false);
-  for (const char* name : {"cold_start", "readiness", "cancellation", "sigterm_drain", "restart"}) {
+  for (const char* name :
+       {"cold_start", "readiness", "observability", "cancellation", "sigterm_drain", "restart"}) {
     EXPECT_EQ(o.Verdict(name), "pass") << name << "\n" << o.probes.dump(2);
   }
   // Shedding without Retry-After is only informational.
@@ -112,6 +114,28 @@ TEST(ProbeLifecycleTest, WellBehavedEmulatorPassesEveryLifecycleAndLoadProbe) {
   EXPECT_EQ(drain["streams_completed"]["value"], 8);
   EXPECT_NE(o.process.output.find("emulated"), std::string::npos)
       << "the table labels an emulated target";
+}
+
+TEST(ProbeLifecycleTest, ObservabilityNamesEachSignalAndWhenItMoves) {
+  const ProbeOutcome o = ProbeEmulator("", {"--only", "observability"});
+  ASSERT_EQ(o.process.exit_code, 0) << o.process.output;
+  std::map<std::string, std::string> details;
+  for (const auto& check : o.Probe("observability")->at("checks")) {
+    EXPECT_EQ(check["status"], "pass") << check.dump();
+    details[check["name"]] = check["detail"];
+  }
+  EXPECT_NE(details["generation_tokens"].find("vllm:generation_tokens"), std::string::npos);
+  EXPECT_NE(details["generation_tokens"].find("during the request"), std::string::npos)
+      << details["generation_tokens"];
+  EXPECT_NE(details["e2e"].find("at request end"), std::string::npos) << details["e2e"];
+  EXPECT_NE(details["running"].find("1 during the stream"), std::string::npos)
+      << details["running"];
+
+  const ProbeOutcome blind =
+      ProbeEmulator("", {"--only", "observability", "--metrics", "/no-such-page"});
+  EXPECT_EQ(blind.process.exit_code, 3) << blind.process.output;
+  EXPECT_TRUE(blind.HasFinding("observability.no_metrics", "disqualifying"))
+      << blind.probes.dump(2);
 }
 
 TEST(ProbeLifecycleTest, SlowColdStartIsOverTheBudget) {
