@@ -1484,7 +1484,8 @@ std::string JsonErrorPosition(std::string_view content, bool* truncated) {
     std::string what = e.what();
     if (const std::size_t colon = what.find(": "); colon != std::string::npos)
       what = what.substr(colon + 2);
-    *truncated = what.find("unexpected end of input") != std::string::npos;
+    *truncated =
+        byte >= content.size() || what.find("unexpected end of input") != std::string::npos;
     return fmt::format("line {}, column {} (byte {}): {}", line, column, byte, what);
   } catch (const nlohmann::json::exception&) {
   }
@@ -1508,7 +1509,7 @@ bool ShareGptImport(Import& im, std::string_view content) {
                   "{}: not valid JSON ({}; ShareGPT is one JSON array, or one conversation a line)",
                   im.name(), simdjson::error_message(code))
             : fmt::format("{}: not valid JSON at {}{}", im.name(), where,
-                          truncated ? " (the file ends inside the array: truncated?)" : ""));
+                          truncated ? " (the file ends there: truncated?)" : ""));
     return false;
   }
   dom::array conversations;

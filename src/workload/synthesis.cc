@@ -5,9 +5,9 @@
 // batch sizes), time-warped through the fingerprint's rate profile (or diurnal shape) after the
 // counting noise is taken out of it, so that the rate over time and the peak-to-mean ratios over
 // every window come back; lengths drawn as (input, output) pairs through a Gaussian copula on
-// quantile functions rebuilt from the fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
-// is fitted to the fingerprint's ideal prefix-cache share, plus session history. Also the YAML
-// shape parser and the time transforms.
+// quantile functions rebuilt from the fingerprint's percentiles and log2 histogram; prefix ids from
+// shared group prefixes whose length is fitted to the fingerprint's ideal prefix-cache share, plus
+// session history. Also the YAML shape parser and the time transforms.
 #include "workload/synthesis.h"
 
 #include <algorithm>
@@ -35,7 +35,9 @@ constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the no
 constexpr double kHour = 3600;
 constexpr double kDay = 86400;
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
+Error Invalid(std::string message) {
+  return MakeError(ErrorCode::kInvalidInput, std::move(message));
+}
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
@@ -43,16 +45,17 @@ double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 class QuantileFunction {
  public:
   QuantileFunction() = default;
-  explicit QuantileFunction(std::vector<std::pair<double, double>> knots) : knots_(std::move(knots)) {
+  explicit QuantileFunction(std::vector<std::pair<double, double>> knots)
+      : knots_(std::move(knots)) {
     for (auto& [p, v] : knots_) v = std::log1p(std::max(0.0, v));
   }
   // A distribution from a fingerprint: its percentiles, with the histogram's bucket edges between.
   static QuantileFunction FromLengths(const LengthDistribution& d) {
     const stats::Summary& s = d.summary;
     if (s.count == 0) return QuantileFunction({{0, 0}, {1, 0}});
-    std::vector<std::pair<double, double>> q = {{0, s.min},           {0.5, s.p50.value}, {0.9, s.p90.value},
-                                                {0.95, s.p95.value},  {0.99, s.p99.value}, {0.999, s.p999.value},
-                                                {1, s.max}};
+    std::vector<std::pair<double, double>> q = {
+        {0, s.min},          {0.5, s.p50.value},    {0.9, s.p90.value}, {0.95, s.p95.value},
+        {0.99, s.p99.value}, {0.999, s.p999.value}, {1, s.max}};
     for (std::size_t i = 1; i < q.size(); ++i) q[i].second = std::max(q[i].second, q[i - 1].second);
     std::uint64_t n = 0;
     for (const std::uint64_t c : d.log2_counts) n += c;
@@ -61,9 +64,11 @@ class QuantileFunction {
     for (std::size_t b = 0; n > 0 && b + 1 < d.log2_counts.size(); ++b) {
       below += d.log2_counts[b];
       const double p = static_cast<double>(below) / static_cast<double>(n);
-      const double edge = static_cast<double>(std::uint64_t{1} << b) - 0.5;  // between buckets b and b+1
+      const double edge =
+          static_cast<double>(std::uint64_t{1} << b) - 0.5;  // between buckets b and b+1
       // Keep the edge only where it sits strictly between the percentile knots around it.
-      auto hi = std::upper_bound(q.begin(), q.end(), p, [](double x, const auto& k) { return x < k.first; });
+      auto hi = std::upper_bound(q.begin(), q.end(), p,
+                                 [](double x, const auto& k) { return x < k.first; });
       if (hi == q.begin() || hi == q.end()) continue;
       const auto lo = std::prev(hi);
       if (p <= lo->first || p >= hi->first || edge < lo->second || edge > hi->second) continue;
@@ -101,7 +106,8 @@ class QuantileFunction {
     if (knots_.empty()) return 0;
     if (u <= knots_.front().first) return knots_.front().second;
     if (u >= knots_.back().first) return knots_.back().second;
-    auto hi = std::upper_bound(knots_.begin(), knots_.end(), u, [](double x, const auto& k) { return x < k.first; });
+    auto hi = std::upper_bound(knots_.begin(), knots_.end(), u,
+                               [](double x, const auto& k) { return x < k.first; });
     const auto lo = std::prev(hi);
     const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
     return lo->second + w * (hi->second - lo->second);
@@ -179,7 +185,8 @@ class BatchSizes {
   std::uint32_t Draw(Rng& rng) const {
     if (sizes_.size() == 1) return sizes_.front();
     const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), rng.Uniform());
-    return sizes_[std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()), sizes_.size() - 1)];
+    return sizes_[std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()),
+                                        sizes_.size() - 1)];
   }
   double mean() const { return mean_; }
   double variance() const { return variance_; }
@@ -201,7 +208,8 @@ class RateProfile {
   // REQUIRES: widths > 0, multipliers >= 0 with a positive integral.
   RateProfile(const std::vector<double>& widths, const std::vector<double>& multipliers) {
     double length = 0, mass = 0;
-    for (std::size_t k = 0; k < widths.size(); ++k) length += widths[k], mass += widths[k] * multipliers[k];
+    for (std::size_t k = 0; k < widths.size(); ++k)
+      length += widths[k], mass += widths[k] * multipliers[k];
     double t = 0, u = 0;
     for (std::size_t k = 0; k < widths.size(); ++k) {
       const double m = multipliers[k] * length / mass;
@@ -255,8 +263,8 @@ class RateProfile {
 // sqrt(max(0, 1 - noise / observed)) of that level: what is left, plus the process's own noise,
 // has the observed variance at every dyadic time scale, so peaks over windows of every length
 // come out as observed instead of with the noise counted twice.
-std::vector<double> RemoveCountingNoise(const std::vector<double>& rates, const std::vector<double>& widths,
-                                        double dispersion) {
+std::vector<double> RemoveCountingNoise(const std::vector<double>& rates,
+                                        const std::vector<double>& widths, double dispersion) {
   const std::size_t n = rates.size();
   std::size_t size = 1;
   while (size < n) size *= 2;
@@ -305,8 +313,8 @@ struct Model {
   double event_rate = 0;  // events (single requests or session starts) per second; 0: all at 0
   double tied_share = 0;  // share of zero gaps between events (without batch sizes)
   std::optional<BatchSizes> batches;  // events at one instant; replaces tied_share's schedule
-  double gap_shape = 1;   // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
-  RateProfile profile;    // the rate over time; flat by default
+  double gap_shape = 1;  // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
+  RateProfile profile;   // the rate over time; flat by default
   std::optional<LengthSampler> lengths;
   // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
   // fixed (prefix_blocks) or fitted to `target_reuse`.
@@ -355,7 +363,8 @@ class TieSchedule {
     const auto ties = static_cast<std::size_t>(std::floor(want));
     carry_ = want - static_cast<double>(ties);
     chunk_.assign(kTieChunk, 0);
-    std::fill(chunk_.begin(), chunk_.begin() + static_cast<std::ptrdiff_t>(std::min(ties, kTieChunk)), 1);
+    std::fill(chunk_.begin(),
+              chunk_.begin() + static_cast<std::ptrdiff_t>(std::min(ties, kTieChunk)), 1);
     for (std::size_t i = kTieChunk - 1; i > 0; --i) std::swap(chunk_[i], chunk_[rng.Below(i + 1)]);
     next_ = 0;
   }
@@ -387,7 +396,8 @@ class BatchSchedule {
 };
 
 // The gap before the next event, in operational time (RateProfile).
-double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches, Rng& rng) {
+double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches,
+                 Rng& rng) {
   if (m.event_rate <= 0) return 0;
   double mean;
   if (batches) {
@@ -401,11 +411,14 @@ double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>
   return rng.Gamma(m.gap_shape, mean / m.gap_shape);
 }
 
-std::uint32_t Blocks(std::uint32_t tokens, std::uint32_t block) { return (tokens + block - 1) / block; }
+std::uint32_t Blocks(std::uint32_t tokens, std::uint32_t block) {
+  return (tokens + block - 1) / block;
+}
 
 // Served tokens of an ideal cache for a request of `in` tokens whose first `hist_blocks` blocks
 // repeat its session's previous turn and whose first `prefix_blocks` are its group's.
-double Served(std::uint32_t in, std::uint32_t hist_blocks, std::uint32_t prefix_blocks, std::uint32_t block) {
+double Served(std::uint32_t in, std::uint32_t hist_blocks, std::uint32_t prefix_blocks,
+              std::uint32_t block) {
   const double hist = std::min<double>(static_cast<double>(hist_blocks) * block, in);
   const double pre = std::min<double>(static_cast<double>(prefix_blocks) * block, in);
   return std::max(hist, pre);
@@ -416,7 +429,8 @@ std::uint32_t PrefixBlocksOf(const Draft& d, double x) {
   return static_cast<std::uint32_t>(whole) + (d.extra_u < x - whole ? 1u : 0u);
 }
 
-Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::optional<std::uint64_t> default_requests,
+Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
+                         std::optional<std::uint64_t> default_requests,
                          std::optional<double> default_duration) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
   // With a window, the window bounds generation and the request count applies after it.
@@ -429,18 +443,23 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   }
   if (!count && !gen_end) return Invalid("say how much to make: requests or a duration");
   if (m.event_rate <= 0 && !count) {
-    return Invalid("the source has no arrival rate, so a duration or window cannot bound it: give a request count");
+    return Invalid(
+        "the source has no arrival rate, so a duration or window cannot bound it: give a request "
+        "count");
   }
-  if (count && *count > kMaxRequests) return Invalid(fmt::format("requests: at most {}", kMaxRequests));
+  if (count && *count > kMaxRequests)
+    return Invalid(fmt::format("requests: at most {}", kMaxRequests));
   const std::uint64_t limit = count.value_or(0);  // 0: bounded by time only
   if (gen_end && m.event_rate > 0 && *gen_end * m.event_rate > static_cast<double>(kMaxRequests)) {
     return Invalid(fmt::format("duration x rate gives more than {} requests", kMaxRequests));
   }
 
   Rng master(options.seed);
-  Rng arrivals = master.Fork(), lengths = master.Fork(), sessions = master.Fork(), mix = master.Fork();
+  Rng arrivals = master.Fork(), lengths = master.Fork(), sessions = master.Fork(),
+      mix = master.Fork();
   std::vector<Draft> drafts;
-  std::priority_queue<double, std::vector<double>, std::greater<>> pending;  // arrivals not yet settled
+  std::priority_queue<double, std::vector<double>, std::greater<>>
+      pending;  // arrivals not yet settled
   std::uint64_t settled = 0;
   std::uint32_t next_session = 0;
   double start = 0, operational = 0;
@@ -462,15 +481,18 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
     const bool session = m.session_prob > 0 && sessions.Uniform() < m.session_prob;
     if (session && m.extra_turns_mean > 0) {
       const double stop = 1 / (1 + m.extra_turns_mean);
-      n_turns += static_cast<std::uint32_t>(std::min(1e4, std::floor(std::log(1 - sessions.Uniform()) / std::log(1 - stop))));
+      n_turns += static_cast<std::uint32_t>(
+          std::min(1e4, std::floor(std::log(1 - sessions.Uniform()) / std::log(1 - stop))));
     }
     turns.assign(n_turns, Draft{});
     for (Draft& d : turns) std::tie(d.in, d.out) = m.lengths->Sample(lengths);
     // A conversation's history grows: its turns take the sampled lengths in increasing input order.
-    std::stable_sort(turns.begin(), turns.end(), [](const Draft& a, const Draft& b) { return a.in < b.in; });
-    const std::int32_t group = m.block_tokens > 0 && m.prefix_share > 0 && mix.Uniform() < m.prefix_share
-                                   ? static_cast<std::int32_t>(mix.Below(m.groups))
-                                   : -1;
+    std::stable_sort(turns.begin(), turns.end(),
+                     [](const Draft& a, const Draft& b) { return a.in < b.in; });
+    const std::int32_t group =
+        m.block_tokens > 0 && m.prefix_share > 0 && mix.Uniform() < m.prefix_share
+            ? static_cast<std::int32_t>(mix.Below(m.groups))
+            : -1;
     double t = start;
     if (session) ++next_session;
     for (std::uint32_t i = 0; i < n_turns; ++i) {
@@ -497,10 +519,12 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
       drafts.push_back(d);
     }
   }
-  std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) { return a.t < b.t; });
+  std::stable_sort(drafts.begin(), drafts.end(),
+                   [](const Draft& a, const Draft& b) { return a.t < b.t; });
   if (gen_end && m.event_rate > 0) {
     const double end = *gen_end;
-    drafts.erase(std::lower_bound(drafts.begin(), drafts.end(), end, [](const Draft& d, double e) { return d.t < e; }),
+    drafts.erase(std::lower_bound(drafts.begin(), drafts.end(), end,
+                                  [](const Draft& d, double e) { return d.t < e; }),
                  drafts.end());
   }
   if (limit > 0 && drafts.size() > limit) drafts.resize(limit);
@@ -608,7 +632,8 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
 // widths and observed rates. From the rate profile when there is one (cut to whole days when the
 // trace spans at least one, so that repeating it keeps the hours of the day), else from the
 // diurnal requests per hour, starting at the first arrival's hour of day; empty otherwise.
-void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates, bool& noisy) {
+void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates,
+                     bool& noisy) {
   widths.clear();
   rates.clear();
   noisy = true;
@@ -616,7 +641,8 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
     std::size_t n = f.rate_bins.size();
     double last = f.duration_s - f.rate_bin_s * static_cast<double>(n - 1);
     if (f.duration_s >= kDay && std::fmod(kDay, f.rate_bin_s) == 0) {
-      n = std::min(n, static_cast<std::size_t>(std::floor(f.duration_s / kDay) * kDay / f.rate_bin_s));
+      n = std::min(n,
+                   static_cast<std::size_t>(std::floor(f.duration_s / kDay) * kDay / f.rate_bin_s));
       last = f.rate_bin_s;
     }
     for (std::size_t k = 0; k < n; ++k) {
@@ -671,7 +697,8 @@ void FitArrivals(const Fingerprint& f, Model& m) {
     const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
     const double dispersion = (v + b * b * cv2) / b;
     if (widths.size() < 2) break;
-    const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
+    const std::vector<double> shaped =
+        noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
     double mass = 0;
     for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
     if (!(mass > 0)) break;
@@ -721,18 +748,22 @@ class ShapeReader {
     Result<double> v = Number(node, field);
     if (!v.ok()) return v;
     if (*v < lo || *v > hi || (lo_open && *v == lo)) {
-      return Fail(node, field, fmt::format("{} is out of range {}{}, {}]", *v, lo_open ? "(" : "[", lo, hi));
+      return Fail(node, field,
+                  fmt::format("{} is out of range {}{}, {}]", *v, lo_open ? "(" : "[", lo, hi));
     }
     return v;
   }
-  Status KnownKeys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> keys) const {
+  Status KnownKeys(const YAML::Node& map, const std::string& where,
+                   std::initializer_list<std::string_view> keys) const {
     if (!map.IsMap()) return Fail(map, where, "expected a mapping");
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
         std::string known;
-        for (const std::string_view k : keys) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-        return Fail(kv.first, where.empty() ? key : where + "." + key, fmt::format("unknown field (known: {})", known));
+        for (const std::string_view k : keys)
+          known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
+        return Fail(kv.first, where.empty() ? key : where + "." + key,
+                    fmt::format("unknown field (known: {})", known));
       }
     }
     return Ok{};
@@ -745,7 +776,8 @@ class ShapeReader {
       s.fixed = *v;
       return s;
     }
-    if (Status k = KnownKeys(node, field, {"distribution", "fixed", "median", "p99", "min", "max"}); !k.ok()) {
+    if (Status k = KnownKeys(node, field, {"distribution", "fixed", "median", "p99", "min", "max"});
+        !k.ok()) {
       return k.error();
     }
     if (node["fixed"]) {
@@ -754,11 +786,13 @@ class ShapeReader {
       s.fixed = *v;
       return s;
     }
-    if (!node["distribution"]) return Fail(node, field, "needs 'fixed: N' or 'distribution: lognormal|uniform'");
+    if (!node["distribution"])
+      return Fail(node, field, "needs 'fixed: N' or 'distribution: lognormal|uniform'");
     const std::string dist = node["distribution"].Scalar();
     if (dist == "lognormal") {
       s.kind = LengthShape::Kind::kLognormal;
-      if (!node["median"] || !node["p99"]) return Fail(node, field, "lognormal needs median and p99");
+      if (!node["median"] || !node["p99"])
+        return Fail(node, field, "lognormal needs median and p99");
       Result<double> median = NumberIn(node["median"], field + ".median", 0, 4e9, true);
       if (!median.ok()) return median.error();
       Result<double> p99 = NumberIn(node["p99"], field + ".p99", *median, 4e9);
@@ -785,15 +819,36 @@ class ShapeReader {
   std::string file_;
 };
 
+// A source without arrival times (ShareGPT) puts every request at 0: a rate scale or a window
+// would change nothing, or drop everything, without saying so.
+Status RefuseTimeOptionsWithoutArrivals(const SynthesisOptions& options,
+                                        const std::string& source) {
+  if (options.rate_scale != 1) {
+    return Invalid(fmt::format(
+        "rate scale (--rate-scale): {} has no arrival times (every request arrives at 0), "
+        "so there is no rate to scale",
+        source));
+  }
+  if (options.window) {
+    return Invalid(fmt::format(
+        "window (--window): {} has no arrival times (every request arrives at 0), so a time "
+        "window cannot select from it; use a request count",
+        source));
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Status ValidateSynthesisOptions(const SynthesisOptions& o) {
   if (o.requests && o.duration_s) return Invalid("give requests or a duration, not both");
   if (o.requests && *o.requests == 0) return Invalid("requests: must be at least 1");
-  if (o.duration_s && !(*o.duration_s > 0 && std::isfinite(*o.duration_s))) return Invalid("duration: must be > 0");
+  if (o.duration_s && !(*o.duration_s > 0 && std::isfinite(*o.duration_s)))
+    return Invalid("duration: must be > 0");
   if (!(o.rate_scale > 0 && std::isfinite(o.rate_scale))) return Invalid("rate scale: must be > 0");
   if (!(o.time_scale > 0 && std::isfinite(o.time_scale))) return Invalid("time scale: must be > 0");
-  if (o.window && !(o.window->first >= 0 && o.window->second > o.window->first && std::isfinite(o.window->second))) {
+  if (o.window && !(o.window->first >= 0 && o.window->second > o.window->first &&
+                    std::isfinite(o.window->second))) {
     return Invalid("window: needs 0 <= start < end");
   }
   if (o.window && o.duration_s) return Invalid("give a window or a duration, not both");
@@ -808,17 +863,19 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     return Invalid(fmt::format("{}:{}: not valid YAML: {}", file_name, e.mark.line + 1, e.msg));
   }
   const ShapeReader r(file_name);
-  if (!root.IsMap()) return Invalid(fmt::format("{}:1: expected a mapping of shape fields", file_name));
+  if (!root.IsMap())
+    return Invalid(fmt::format("{}:1: expected a mapping of shape fields", file_name));
   if (Status k = r.KnownKeys(root, "",
-                             {"rate_per_s", "arrival", "burstiness", "duration_s", "requests", "input_tokens",
-                              "output_tokens", "correlation", "shared_prefix", "sessions", "structured_output_share",
-                              "models"});
+                             {"rate_per_s", "arrival", "burstiness", "duration_s", "requests",
+                              "input_tokens", "output_tokens", "correlation", "shared_prefix",
+                              "sessions", "structured_output_share", "models"});
       !k.ok()) {
     return k.error();
   }
   WorkloadShape s;
   s.source = file_name;
-  auto number = [&](const char* key, double lo, double hi, double& out, bool lo_open = false) -> Status {
+  auto number = [&](const char* key, double lo, double hi, double& out,
+                    bool lo_open = false) -> Status {
     if (!root[key]) return Ok{};
     Result<double> v = r.NumberIn(root[key], key, lo, hi, lo_open);
     if (!v.ok()) return v.error();
@@ -836,7 +893,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     } else if (a == "constant") {
       s.arrival = WorkloadShape::Arrival::kConstant;
     } else {
-      return r.Fail(root["arrival"], "arrival", fmt::format("'{}' is not one of poisson, gamma, constant", a));
+      return r.Fail(root["arrival"], "arrival",
+                    fmt::format("'{}' is not one of poisson, gamma, constant", a));
     }
   }
   if (Status st = number("burstiness", 0, 1e6, s.burstiness, true); !st.ok()) return st.error();
@@ -850,11 +908,13 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
   }
   if (root["requests"]) {
     double n = 0;
-    if (Status st = number("requests", 1, static_cast<double>(kMaxRequests), n); !st.ok()) return st.error();
+    if (Status st = number("requests", 1, static_cast<double>(kMaxRequests), n); !st.ok())
+      return st.error();
     if (n != std::floor(n)) return r.Fail(root["requests"], "requests", "expected a whole number");
     s.requests = static_cast<std::uint64_t>(n);
   }
-  if (s.requests && s.duration_s) return r.Fail(root["requests"], "requests", "give requests or duration_s, not both");
+  if (s.requests && s.duration_s)
+    return r.Fail(root["requests"], "requests", "give requests or duration_s, not both");
   for (const char* key : {"input_tokens", "output_tokens"}) {
     if (!root[key]) return Invalid(fmt::format("{}:1: {}: required", file_name, key));
     Result<LengthShape> l = r.Length(root[key], key);
@@ -862,9 +922,12 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     (std::string_view(key) == "input_tokens" ? s.input_tokens : s.output_tokens) = *l;
   }
   if (Status st = number("correlation", -1, 1, s.correlation); !st.ok()) return st.error();
-  if (Status st = number("structured_output_share", 0, 1, s.structured_share); !st.ok()) return st.error();
+  if (Status st = number("structured_output_share", 0, 1, s.structured_share); !st.ok())
+    return st.error();
   if (const YAML::Node p = root["shared_prefix"]) {
-    if (Status k = r.KnownKeys(p, "shared_prefix", {"tokens", "share", "groups", "block_tokens"}); !k.ok()) return k.error();
+    if (Status k = r.KnownKeys(p, "shared_prefix", {"tokens", "share", "groups", "block_tokens"});
+        !k.ok())
+      return k.error();
     if (!p["tokens"]) return r.Fail(p, "shared_prefix.tokens", "required");
     Result<double> tokens = r.NumberIn(p["tokens"], "shared_prefix.tokens", 0, 4e9);
     if (!tokens.ok()) return tokens.error();
@@ -887,7 +950,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     }
   }
   if (const YAML::Node p = root["sessions"]) {
-    if (Status k = r.KnownKeys(p, "sessions", {"turns_mean", "think_time_s"}); !k.ok()) return k.error();
+    if (Status k = r.KnownKeys(p, "sessions", {"turns_mean", "think_time_s"}); !k.ok())
+      return k.error();
     if (!p["turns_mean"]) return r.Fail(p, "sessions.turns_mean", "required");
     Result<double> turns = r.NumberIn(p["turns_mean"], "sessions.turns_mean", 1, 1e4);
     if (!turns.ok()) return turns.error();
@@ -899,7 +963,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     }
   }
   if (const YAML::Node m = root["models"]) {
-    if (!m.IsMap() || m.size() == 0) return r.Fail(m, "models", "expected a mapping of model name to weight");
+    if (!m.IsMap() || m.size() == 0)
+      return r.Fail(m, "models", "expected a mapping of model name to weight");
     for (const auto& kv : m) {
       const std::string name = kv.first.Scalar();
       Result<double> w = r.NumberIn(kv.second, "models." + name, 0, 1e9, true);
@@ -918,10 +983,17 @@ Result<WorkloadShape> LoadWorkloadShape(const std::filesystem::path& path) {
 
 Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
+  if (!f.arrivals_known || !(f.mean_rps > 0)) {
+    const std::string what = fmt::format("the fingerprint of {}", f.source);
+    if (Status refused = RefuseTimeOptionsWithoutArrivals(options, what); !refused.ok())
+      return refused.error();
+  }
   Model m;
-  m.source = fmt::format("synthesized from the fingerprint of {} (seed {})", f.source, options.seed);
+  m.source =
+      fmt::format("synthesized from the fingerprint of {} (seed {})", f.source, options.seed);
   m.arrivals_known = f.arrivals_known;
-  m.lengths.emplace(QuantileFunction::FromLengths(f.input), QuantileFunction::FromLengths(f.output), f.pearson_log);
+  m.lengths.emplace(QuantileFunction::FromLengths(f.input), QuantileFunction::FromLengths(f.output),
+                    f.pearson_log);
   const double requests = static_cast<double>(std::max<std::uint64_t>(f.requests, 1));
   const double session_share = static_cast<double>(f.requests_in_sessions) / requests;
   const double turns_mean = f.sessions > 0 ? f.turns_per_session.mean : 0;
@@ -930,7 +1002,8 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   if (f.think_time_source.empty() || f.think_time_s.count == 0) {
     m.think_time = [](Rng&) { return 0.0; };
   } else {
-    const double p50 = f.think_time_s.p50.value, p90 = f.think_time_s.p90.value, mean = f.think_time_s.mean;
+    const double p50 = f.think_time_s.p50.value, p90 = f.think_time_s.p90.value,
+                 mean = f.think_time_s.mean;
     if (p50 > 0 && p90 > p50) {
       const double mu = std::log(p50), sigma = std::log(p90 / p50) / 1.281552;
       m.think_time = [mu, sigma](Rng& rng) { return std::exp(mu + sigma * rng.Normal()); };
@@ -938,7 +1011,8 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
       m.think_time = [mean](Rng& rng) { return mean > 0 ? rng.Exponential(mean) : 0.0; };
     }
   }
-  const double requests_per_event = m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
+  const double requests_per_event =
+      m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
   if (f.arrivals_known && f.mean_rps > 0) {
     m.event_rate = f.mean_rps * options.rate_scale / requests_per_event;
     m.origin_unix_ns = f.origin_unix_ns;
@@ -955,15 +1029,17 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   m.structured_share = static_cast<double>(f.structured_output) / requests;
   for (const auto& [name, n] : f.models) m.models.emplace_back(name, static_cast<double>(n));
   NormalizeWeights(m.models);
-  return Synthesize(m, options, f.requests > 0 ? std::optional<std::uint64_t>(f.requests) : std::nullopt, std::nullopt);
+  return Synthesize(m, options,
+                    f.requests > 0 ? std::optional<std::uint64_t>(f.requests) : std::nullopt,
+                    std::nullopt);
 }
 
 Result<Trace> SynthesizeFromShape(const WorkloadShape& s, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
   Model m;
   m.source = fmt::format("synthesized from the shape {} (seed {})", s.source, options.seed);
-  m.lengths.emplace(QuantileFunction::FromShape(s.input_tokens), QuantileFunction::FromShape(s.output_tokens),
-                    s.correlation);
+  m.lengths.emplace(QuantileFunction::FromShape(s.input_tokens),
+                    QuantileFunction::FromShape(s.output_tokens), s.correlation);
   const double turns_mean = s.turns_mean >= 1 ? s.turns_mean : 0;
   m.session_prob = turns_mean > 0 ? 1 : 0;
   m.extra_turns_mean = std::max(0.0, turns_mean - 1);
@@ -971,9 +1047,15 @@ Result<Trace> SynthesizeFromShape(const WorkloadShape& s, const SynthesisOptions
   m.think_time = [think](Rng& rng) { return think > 0 ? rng.Exponential(think) : 0.0; };
   m.event_rate = s.rate_per_s * options.rate_scale / std::max(1.0, turns_mean);
   switch (s.arrival) {
-    case WorkloadShape::Arrival::kPoisson: m.gap_shape = 1; break;
-    case WorkloadShape::Arrival::kGamma: m.gap_shape = s.burstiness; break;
-    case WorkloadShape::Arrival::kConstant: m.gap_shape = 0; break;
+    case WorkloadShape::Arrival::kPoisson:
+      m.gap_shape = 1;
+      break;
+    case WorkloadShape::Arrival::kGamma:
+      m.gap_shape = s.burstiness;
+      break;
+    case WorkloadShape::Arrival::kConstant:
+      m.gap_shape = 0;
+      break;
   }
   if ((s.prefix_tokens > 0 && s.prefix_share > 0) || turns_mean > 0) {
     m.block_tokens = s.block_tokens;
@@ -1014,17 +1096,33 @@ void ApplyWindow(Trace& trace, double start_s, double end_s) {
 
 Status ApplyTimeOptions(Trace& trace, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid;
-  if (options.duration_s) return Invalid("a duration does not apply to an existing trace: use a window");
+  if (options.duration_s)
+    return Invalid("a duration does not apply to an existing trace: use a window");
+  if (!trace.arrivals_known) {
+    if (Status refused = RefuseTimeOptionsWithoutArrivals(options, trace.source); !refused.ok())
+      return refused;
+    const bool thinks =
+        std::any_of(trace.requests.begin(), trace.requests.end(),
+                    [](const TraceRequest& r) { return r.think_time_s.has_value(); });
+    if (options.time_scale != 1 && !thinks) {
+      return Invalid(fmt::format(
+          "time scale (--time-scale): {} has no arrival or think times, so scaling them "
+          "would change nothing",
+          trace.source));
+    }
+  }
   if (options.rate_scale != 1) ScaleRate(trace, options.rate_scale);
   if (options.time_scale != 1) ScaleTime(trace, options.time_scale);
   if (options.window) ApplyWindow(trace, options.window->first, options.window->second);
-  if (options.requests && trace.requests.size() > *options.requests) trace.requests.resize(*options.requests);
+  if (options.requests && trace.requests.size() > *options.requests)
+    trace.requests.resize(*options.requests);
   return Ok{};
 }
 
 Fingerprint FingerprintTrace(const Trace& trace) {
   FingerprintBuilder builder;
-  for (const TraceRequest& r : trace.requests) builder.Add(r, r.prefix_hashes.empty() ? 0 : trace.block_tokens);
+  for (const TraceRequest& r : trace.requests)
+    builder.Add(r, r.prefix_hashes.empty() ? 0 : trace.block_tokens);
   ImportReport report;
   report.source = trace.source;
   report.format = TraceFormat::kTrace;

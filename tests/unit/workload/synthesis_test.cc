@@ -9,40 +9,42 @@
 // fingerprint.json reads back to the same file.
 #include "workload/synthesis.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "core/rng.h"
 #include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/rng.h"
 #include "workload/trace_jsonl.h"
 
 namespace bakeoff::workload {
 namespace {
 
 // The tolerances of docs/workloads.md, "Synthesis".
-constexpr double kRateTolerance = 0.05;      // relative
-constexpr double kGapCvTolerance = 0.10;     // relative
-constexpr double kTiedShareTolerance = 0.02; // absolute
-constexpr double kLengthTolerance = 0.10;    // relative, p50 and p90 of input and output
-constexpr double kPearsonLogTolerance = 0.1; // absolute
+constexpr double kRateTolerance = 0.05;         // relative
+constexpr double kGapCvTolerance = 0.10;        // relative
+constexpr double kTiedShareTolerance = 0.02;    // absolute
+constexpr double kLengthTolerance = 0.10;       // relative, p50 and p90 of input and output
+constexpr double kPearsonLogTolerance = 0.1;    // absolute
 constexpr double kPrefixReuseTolerance = 0.05;  // absolute
-constexpr double kMixTolerance = 0.03;       // absolute, shares of structured output and sessions
+constexpr double kMixTolerance = 0.03;  // absolute, shares of structured output and sessions
 // Peak-to-mean, relative: over 1 s and 10 s windows (peaks of a few to a few dozen requests, as
 // noisy between two realizations of one process), over 60 s windows, and over 600 s and longer.
 constexpr double kPeakToMeanShortTolerance = 0.30;
 constexpr double kPeakToMeanMinuteTolerance = 0.15;
 constexpr double kPeakToMeanLongTolerance = 0.10;
-constexpr double kDiurnalShareTolerance = 0.03;     // total variation distance of the hour-of-day shares
+constexpr double kDiurnalShareTolerance =
+    0.03;  // total variation distance of the hour-of-day shares
 constexpr double kDiurnalPeakToTroughTolerance = 0.15;  // relative, busiest / quietest hour of day
 
 std::filesystem::path SharedDir() {
   if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
-  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() / "shared";
+  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() /
+         "shared";
 }
 
 std::string Jsonl(const Trace& t) {
@@ -54,20 +56,25 @@ std::string Jsonl(const Trace& t) {
   return out;
 }
 
-double Rel(double got, double want) { return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want); }
+double Rel(double got, double want) {
+  return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want);
+}
 
 // Compares a synthesized trace's fingerprint with its source's and prints the errors.
 void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name) {
-  std::printf("[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%%  "
-              "out p50 %+.1f%% p90 %+.1f%%  pearson_log %.3f->%.3f",
-              name.c_str(), 100 * (syn.mean_rps / src.mean_rps - 1), src.gap_cv, syn.gap_cv,
-              100 * (syn.gap_cv / src.gap_cv - 1), src.tied_share, syn.tied_share,
-              100 * (syn.input.summary.p50.value / src.input.summary.p50.value - 1),
-              100 * (syn.input.summary.p90.value / src.input.summary.p90.value - 1),
-              100 * (syn.output.summary.p50.value / src.output.summary.p50.value - 1),
-              100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
-              syn.pearson_log);
-  if (src.prefix_reuse && syn.prefix_reuse) std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
+  std::printf(
+      "[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%% "
+      " "
+      "out p50 %+.1f%% p90 %+.1f%%  pearson_log %.3f->%.3f",
+      name.c_str(), 100 * (syn.mean_rps / src.mean_rps - 1), src.gap_cv, syn.gap_cv,
+      100 * (syn.gap_cv / src.gap_cv - 1), src.tied_share, syn.tied_share,
+      100 * (syn.input.summary.p50.value / src.input.summary.p50.value - 1),
+      100 * (syn.input.summary.p90.value / src.input.summary.p90.value - 1),
+      100 * (syn.output.summary.p50.value / src.output.summary.p50.value - 1),
+      100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
+      syn.pearson_log);
+  if (src.prefix_reuse && syn.prefix_reuse)
+    std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
   std::printf("\n  peak-to-mean:");
   for (std::size_t i = 0; i < src.rate_windows.size() && i < syn.rate_windows.size(); ++i) {
     std::printf(" %gs %.2f->%.2f", src.rate_windows[i].window_s, src.rate_windows[i].peak_to_mean,
@@ -81,17 +88,21 @@ void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::st
     ASSERT_LT(i, syn.rate_windows.size()) << name;
     ASSERT_EQ(syn.rate_windows[i].window_s, w.window_s) << name;
     EXPECT_LE(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean),
-              w.window_s <= 10 ? kPeakToMeanShortTolerance
+              w.window_s <= 10   ? kPeakToMeanShortTolerance
               : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
                                  : kPeakToMeanLongTolerance)
         << name << ": peak-to-mean over " << w.window_s << " s windows";
   }
   EXPECT_LE(Rel(syn.gap_cv, src.gap_cv), kGapCvTolerance) << name;
   EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
-  EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.input.summary.p90.value, src.input.summary.p90.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.output.summary.p50.value, src.output.summary.p50.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.output.summary.p90.value, src.output.summary.p90.value), kLengthTolerance) << name;
+  EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance)
+      << name;
+  EXPECT_LE(Rel(syn.input.summary.p90.value, src.input.summary.p90.value), kLengthTolerance)
+      << name;
+  EXPECT_LE(Rel(syn.output.summary.p50.value, src.output.summary.p50.value), kLengthTolerance)
+      << name;
+  EXPECT_LE(Rel(syn.output.summary.p90.value, src.output.summary.p90.value), kLengthTolerance)
+      << name;
   EXPECT_NEAR(syn.pearson_log, src.pearson_log, kPearsonLogTolerance) << name;
   ASSERT_EQ(syn.prefix_reuse.has_value(), src.prefix_reuse.has_value()) << name;
   if (src.prefix_reuse) {
@@ -100,9 +111,10 @@ void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::st
   const auto share = [](std::uint64_t part, std::uint64_t whole) {
     return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
   };
-  EXPECT_NEAR(share(syn.structured_output, syn.requests), share(src.structured_output, src.requests), kMixTolerance);
-  EXPECT_NEAR(share(syn.requests_in_sessions, syn.requests), share(src.requests_in_sessions, src.requests),
-              kMixTolerance);
+  EXPECT_NEAR(share(syn.structured_output, syn.requests),
+              share(src.structured_output, src.requests), kMixTolerance);
+  EXPECT_NEAR(share(syn.requests_in_sessions, syn.requests),
+              share(src.requests_in_sessions, src.requests), kMixTolerance);
   if (src.sessions > 0) {
     EXPECT_LE(Rel(syn.turns_per_session.mean, src.turns_per_session.mean), 0.15) << name;
   }
@@ -126,11 +138,13 @@ Trace HandMade() {
     r.arrival_s = now;
     const double z = rng.Normal();
     r.input_tokens = static_cast<std::uint32_t>(std::exp(6.5 + 0.8 * z));
-    r.output_tokens = static_cast<std::uint32_t>(std::exp(4.5 + 0.7 * (0.6 * z + 0.8 * rng.Normal())));
+    r.output_tokens =
+        static_cast<std::uint32_t>(std::exp(4.5 + 0.7 * (0.6 * z + 0.8 * rng.Normal())));
     const std::uint32_t blocks = (r.input_tokens + 15) / 16;
     const auto& s = sys[rng.Below(2)];
     const std::uint32_t shared = rng.Uniform() < 0.7 ? std::min<std::uint32_t>(blocks, 40) : 0;
-    for (std::uint32_t b = 0; b < blocks; ++b) r.prefix_hashes.push_back(b < shared ? s[b] : rng.Next());
+    for (std::uint32_t b = 0; b < blocks; ++b)
+      r.prefix_hashes.push_back(b < shared ? s[b] : rng.Next());
     r.structured_output = rng.Uniform() < 0.2;
     r.model = rng.Uniform() < 0.75 ? "base" : "lora-a";
     t.requests.push_back(r);
@@ -162,11 +176,14 @@ Trace DiurnalSource() {
   return t;
 }
 
-// Total variation distance between two hour-of-day profiles: half the sum of the shares' differences.
-double HourlyDistance(const std::array<std::uint64_t, 24>& a, const std::array<std::uint64_t, 24>& b) {
+// Total variation distance between two hour-of-day profiles: half the sum of the shares'
+// differences.
+double HourlyDistance(const std::array<std::uint64_t, 24>& a,
+                      const std::array<std::uint64_t, 24>& b) {
   double ta = 0, tb = 0, d = 0;
   for (int h = 0; h < 24; ++h) ta += static_cast<double>(a[h]), tb += static_cast<double>(b[h]);
-  for (int h = 0; h < 24; ++h) d += std::abs(static_cast<double>(a[h]) / ta - static_cast<double>(b[h]) / tb);
+  for (int h = 0; h < 24; ++h)
+    d += std::abs(static_cast<double>(a[h]) / ta - static_cast<double>(b[h]) / tb);
   return d / 2;
 }
 
@@ -178,10 +195,12 @@ bool DiurnalMatches(const Fingerprint& src, const Fingerprint& syn, const std::s
     return false;
   }
   const double distance = HourlyDistance(*src.hourly, *syn.hourly);
-  std::printf("[%s] diurnal: hour-of-day distance %.3f, peak/trough %.2f->%.2f (%s)\n", name.c_str(), distance,
-              *src.hourly_peak_to_trough, *syn.hourly_peak_to_trough, syn.hourly_basis.c_str());
+  std::printf("[%s] diurnal: hour-of-day distance %.3f, peak/trough %.2f->%.2f (%s)\n",
+              name.c_str(), distance, *src.hourly_peak_to_trough, *syn.hourly_peak_to_trough,
+              syn.hourly_basis.c_str());
   return distance <= kDiurnalShareTolerance &&
-         Rel(*syn.hourly_peak_to_trough, *src.hourly_peak_to_trough) <= kDiurnalPeakToTroughTolerance &&
+         Rel(*syn.hourly_peak_to_trough, *src.hourly_peak_to_trough) <=
+             kDiurnalPeakToTroughTolerance &&
          syn.hourly_basis == src.hourly_basis;
 }
 
@@ -268,8 +287,10 @@ TEST(SynthesisTest, SameSeedSameBytesOtherSeedDiffers) {
   EXPECT_EQ(Jsonl(*a), Jsonl(*b));
   EXPECT_NE(Jsonl(*a), Jsonl(*c));
   Result<WorkloadShape> shape = ParseWorkloadShape(
-      "rate_per_s: 4\ninput_tokens: {distribution: lognormal, median: 500, p99: 4000}\noutput_tokens: {fixed: 64}\n"
-      "sessions: {turns_mean: 3, think_time_s: 5}\nshared_prefix: {tokens: 1024, share: 0.5}\nrequests: 500\n",
+      "rate_per_s: 4\ninput_tokens: {distribution: lognormal, median: 500, p99: "
+      "4000}\noutput_tokens: {fixed: 64}\n"
+      "sessions: {turns_mean: 3, think_time_s: 5}\nshared_prefix: {tokens: 1024, share: "
+      "0.5}\nrequests: 500\n",
       "s.yaml");
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   o.seed = 3;
@@ -313,8 +334,9 @@ TEST(SynthesisTest, SessionsRoundTrip) {
       src.requests.push_back(r);
     }
   }
-  std::stable_sort(src.requests.begin(), src.requests.end(),
-                   [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(
+      src.requests.begin(), src.requests.end(),
+      [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
   const Fingerprint f = FingerprintTrace(src);
   SynthesisOptions o;
   Result<Trace> t = SynthesizeFromFingerprint(f, o);
@@ -335,7 +357,8 @@ TEST(SynthesisTest, SessionsRoundTrip) {
 
 TEST(SynthesisTest, AzureTraceRoundTrip) {
   const std::filesystem::path path = SharedDir() / "data/traces/AzureLLMInferenceTrace_conv.csv";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
   Result<Fingerprint> src = FingerprintFile(path, {});
   ASSERT_TRUE(src.ok()) << src.error().message;
   // Through fingerprint.json, as `bakeoff synth --from-fingerprint` reads it.
@@ -350,7 +373,8 @@ TEST(SynthesisTest, AzureTraceRoundTrip) {
 
 TEST(SynthesisTest, MooncakeTraceRoundTrip) {
   const std::filesystem::path path = SharedDir() / "data/traces/mooncake_conversation_trace.jsonl";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
   Result<Fingerprint> src = FingerprintFile(path, {});
   ASSERT_TRUE(src.ok()) << src.error().message;
   Result<Fingerprint> read = ParseFingerprintJson(FingerprintJson(*src));
@@ -382,7 +406,8 @@ TEST(SynthesisTest, RateScaleDoublesTheRate) {
 
 TEST(SynthesisTest, TimeScaleStretchesAndWindowKeepsItsArrivals) {
   Result<WorkloadShape> shape = ParseWorkloadShape(
-      "rate_per_s: 10\narrival: constant\ninput_tokens: 100\noutput_tokens: 10\nduration_s: 100\n", "c.yaml");
+      "rate_per_s: 10\narrival: constant\ninput_tokens: 100\noutput_tokens: 10\nduration_s: 100\n",
+      "c.yaml");
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   SynthesisOptions o;
   Result<Trace> t = SynthesizeFromShape(*shape, o);
@@ -450,24 +475,28 @@ TEST(SynthesisTest, ShapeErrorsNameLineAndField) {
   };
   EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 10\noutput_tokens: lots\n"),
             "w.yaml:3: output_tokens: expected a number, got 'lots'");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens:\n  distribution: lognormal\n  median: 100\n  p99: 50\n"
-                  "output_tokens: 1\n"),
-            "w.yaml:5: input_tokens.p99: 50 is out of range [100, 4000000000]");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\narival: poisson\n").substr(0, 23),
-            "w.yaml:4: arival: unkno");
+  EXPECT_EQ(
+      error("rate_per_s: 2\ninput_tokens:\n  distribution: lognormal\n  median: 100\n  p99: 50\n"
+            "output_tokens: 1\n"),
+      "w.yaml:5: input_tokens.p99: 50 is out of range [100, 4000000000]");
+  EXPECT_EQ(
+      error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\narival: poisson\n").substr(0, 23),
+      "w.yaml:4: arival: unkno");
   EXPECT_EQ(error("rate_per_s: 2\narrival: bursty\ninput_tokens: 1\noutput_tokens: 1\n"),
             "w.yaml:2: arrival: 'bursty' is not one of poisson, gamma, constant");
   EXPECT_EQ(error("rate_per_s: -1\ninput_tokens: 1\noutput_tokens: 1\n"),
             "w.yaml:1: rate_per_s: -1 is out of range (0, 10000000]");
   EXPECT_EQ(error("input_tokens: 1\noutput_tokens: 1\n"), "w.yaml:1: rate_per_s: required");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\nsessions:\n  turns: 3\n").substr(0, 35),
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\nsessions:\n  turns: 3\n")
+                .substr(0, 35),
             "w.yaml:5: sessions.turns: unknown f");
   EXPECT_EQ(error("rate_per_s: [1\n").substr(0, 22), "w.yaml:2: not valid YA");
 }
 
 TEST(SynthesisTest, ExampleShapesParseAndSynthesize) {
   for (const char* name : {"chatbot.yaml", "rag.yaml"}) {
-    const std::filesystem::path path = std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/workloads" / name;
+    const std::filesystem::path path =
+        std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/workloads" / name;
     Result<WorkloadShape> shape = LoadWorkloadShape(path);
     ASSERT_TRUE(shape.ok()) << shape.error().message;
     SynthesisOptions o;
@@ -492,6 +521,53 @@ TEST(SynthesisTest, OptionErrorsNameTheOption) {
   EXPECT_EQ(t.error().message, "window: needs 0 <= start < end");
 }
 
+// Issue 15, item 4: a rate scale or a window on a source without arrival times (ShareGPT) would
+// change nothing (or drop everything) silently; they are refused, naming the option.
+TEST(SynthesisTest, TimeOptionsWithoutArrivalTimesAreRefused) {
+  Result<Trace> sharegpt =
+      LoadTrace(std::string(BAKEOFF_TESTDATA_DIR) + "/traces/sharegpt_small.json", {});
+  ASSERT_TRUE(sharegpt.ok()) << sharegpt.error().message;
+  ASSERT_FALSE(sharegpt->arrivals_known);
+  SynthesisOptions rate;
+  rate.rate_scale = 2;
+  SynthesisOptions window;
+  window.window = {{0, 10}};
+  SynthesisOptions stretch;
+  stretch.time_scale = 2;
+  for (const auto& [options, name] :
+       {std::pair{rate, "rate scale (--rate-scale)"}, std::pair{window, "window (--window)"},
+        std::pair{stretch, "time scale (--time-scale)"}}) {
+    Trace t = *sharegpt;
+    Status s = ApplyTimeOptions(t, options);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidInput);
+    EXPECT_EQ(s.error().message.rfind(name, 0), 0u) << s.error().message;
+    EXPECT_NE(s.error().message.find("sharegpt_small.json"), std::string::npos)
+        << s.error().message;
+  }
+  Trace capped = *sharegpt;
+  SynthesisOptions requests;
+  requests.requests = 2;
+  ASSERT_TRUE(ApplyTimeOptions(capped, requests).ok());
+  EXPECT_EQ(capped.requests.size(), 2u);
+
+  const Fingerprint f = FingerprintTrace(*sharegpt);
+  for (const auto& [options, name] :
+       {std::pair{rate, "rate scale (--rate-scale)"}, std::pair{window, "window (--window)"}}) {
+    SynthesisOptions o = options;
+    o.requests = 5;
+    if (o.window) o.requests.reset();
+    Result<Trace> t = SynthesizeFromFingerprint(f, o);
+    ASSERT_FALSE(t.ok()) << name;
+    EXPECT_EQ(t.error().message.rfind(name, 0), 0u) << t.error().message;
+  }
+  SynthesisOptions plain;
+  plain.requests = 5;
+  Result<Trace> made = SynthesizeFromFingerprint(f, plain);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_EQ(made->requests.size(), 5u);
+}
+
 TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
   Trace t = HandMade();
   for (std::size_t i = 0; i < t.requests.size(); i += 3) {
@@ -502,7 +578,8 @@ TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
   Result<Fingerprint> read = ParseFingerprintJson(json);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(FingerprintJson(*read), json);
-  Result<Fingerprint> bad = ParseFingerprintJson(R"({"schema_version": 1, "source": "x", "format": "y"})");
+  Result<Fingerprint> bad =
+      ParseFingerprintJson(R"({"schema_version": 1, "source": "x", "format": "y"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "fingerprint.json: requests: missing");
   bad = ParseFingerprintJson("{");
