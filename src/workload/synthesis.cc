@@ -1,18 +1,21 @@
 // workload/synthesis.cc
 //
 // Owns: the synthesis model of docs/workloads.md ("Synthesis"): a renewal process of events
-// (single requests or session starts) with Gamma gaps and batches of zero gaps (the fingerprint's
-// batch sizes), time-warped through the fingerprint's rate profile (or diurnal shape) after the
-// counting noise is taken out of it, so that the rate over time and the peak-to-mean ratios over
-// every window come back; lengths drawn as (input, output) pairs through a Gaussian copula on
-// quantile functions rebuilt from the fingerprint's percentiles and log2 histogram; prefix ids from
-// shared group prefixes whose length is fitted to the fingerprint's ideal prefix-cache share, plus
-// session history. Also the YAML shape parser and the time transforms.
+// (single requests or session starts) with Gamma gaps (beyond Gamma's reach, stratified draws
+// from the source's own gap quantiles, their spread fitted by simulation) and batches of zero
+// gaps (the fingerprint's batch sizes), time-warped through the fingerprint's rate profile (or
+// diurnal shape) after the counting noise is taken out of it, so that the rate over time and the
+// peak-to-mean ratios over every window come back; lengths drawn as (input, output) pairs through a
+// Gaussian copula on quantile functions rebuilt from the fingerprint's percentiles and log2
+// histogram; prefix ids from shared group prefixes whose length is fitted to the fingerprint's
+// ideal prefix-cache share, plus session history. Also the YAML shape parser and the time
+// transforms.
 #include "workload/synthesis.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 
@@ -32,6 +35,12 @@ constexpr std::uint32_t kDefaultBlockTokens = 512;
 constexpr std::uint64_t kMaxDefaultGroups = 256;
 constexpr std::uint64_t kDefaultGroups = 16;
 constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the non-zero gaps
+// Below this Gamma shape (CV above 1.8) a Gamma draw puts a visible share of gaps below the
+// arrivals' resolution (and, below shape 0.01, below 1e-100 s), which would become same-instant
+// arrivals the source does not have; the source's own gap distribution is used instead.
+constexpr double kMinGammaShape = 0.3;
+constexpr double kArrivalTicksPerSecond = 1e6;  // synthesized arrivals are whole microseconds
+constexpr std::size_t kMinGapStrata = 1024, kMaxGapStrata = 65536;
 constexpr double kHour = 3600;
 constexpr double kDay = 86400;
 
@@ -305,6 +314,89 @@ std::vector<double> RemoveCountingNoise(const std::vector<double>& rates,
   return value;
 }
 
+// Non-zero gaps drawn from a source's own gap distribution, for burstiness beyond what a Gamma
+// draw can give (kMinGammaShape): a quantile function through the fingerprint's gap percentiles
+// (linear in log(gap) between them) with one "spread" parameter x that widens or narrows it in
+// log space (SetSpread), normalized to mean 1. Draws are stratified: each run of `strata` draws
+// takes every stratum [i/K, (i+1)/K) once, in random order, at a uniform place in it, so that the
+// realized mean and CV (dominated by a few very long gaps at such burstiness) do not wander with
+// the sampling noise of independent draws.
+class GapTable {
+ public:
+  static constexpr double kTailFrom = 0.99;  // the tail that SetSpread(x >= 0) reshapes
+  // `knots`: (probability, gap) of the non-zero gaps, probability ascending from 0 to 1, gaps > 0
+  // and non-decreasing. REQUIRES: knots.size() >= 2, strata >= 2.
+  GapTable(const std::vector<std::pair<double, double>>& knots, std::size_t strata)
+      : logs_(strata + 1) {
+    for (std::size_t i = 0; i <= strata; ++i) {
+      const double u = static_cast<double>(i) / static_cast<double>(strata);
+      auto hi = std::upper_bound(knots.begin(), knots.end(), u,
+                                 [](double x, const auto& k) { return x < k.first; });
+      if (hi == knots.end()) {
+        logs_[i] = std::log(knots.back().second);
+        continue;
+      }
+      const auto lo = hi == knots.begin() ? hi : std::prev(hi);
+      const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
+      logs_[i] = std::log(lo->second) + w * (std::log(hi->second) - std::log(lo->second));
+    }
+    SetSpread(1);
+  }
+  // x >= 0: the body below the 99th percentile as the source's, the tail above it raised to the
+  // power x around it (1: as the source's; 0: flat). -1 <= x < 0: the tail flat and the whole
+  // raised to the power 1 + x around the median (-1: constant). The CV grows with x.
+  void SetSpread(double x) {
+    const std::size_t strata = logs_.size() - 1;
+    const auto tail = static_cast<std::size_t>(kTailFrom * static_cast<double>(strata));
+    const double pivot = logs_[tail], median = logs_[strata / 2];
+    edges_.resize(logs_.size());
+    for (std::size_t i = 0; i <= strata; ++i) {
+      double l = logs_[i];
+      if (i > tail) l = pivot + std::max(x, 0.0) * (l - pivot);
+      if (x < 0) l = median + (1 + x) * (l - median);
+      edges_[i] = std::exp(l - median);
+    }
+    double m1 = 0, m2 = 0;  // moments of a uniform place in each stratum, linear between its edges
+    for (std::size_t i = 0; i < strata; ++i) {
+      m1 += (edges_[i] + edges_[i + 1]) / 2;
+      m2 += (edges_[i] * edges_[i] + edges_[i] * edges_[i + 1] + edges_[i + 1] * edges_[i + 1]) / 3;
+    }
+    m1 /= static_cast<double>(strata);
+    m2 /= static_cast<double>(strata);
+    cv2_ = m2 / (m1 * m1) - 1;
+    for (double& e : edges_) e /= m1;
+  }
+  std::size_t strata() const { return edges_.size() - 1; }
+  double cv2() const { return cv2_; }
+  // A gap of stratum i, mean 1 over all strata.
+  double Draw(std::size_t i, Rng& rng) const {
+    return edges_[i] + rng.Uniform() * (edges_[i + 1] - edges_[i]);
+  }
+
+ private:
+  std::vector<double> logs_;   // log of the source's quantile function at i / strata
+  std::vector<double> edges_;  // the quantile function in use at i / strata, mean 1
+  double cv2_ = 0;
+};
+
+// Which stratum of a GapTable the next draw takes: a fresh random order of all strata per run.
+class StratumSchedule {
+ public:
+  std::size_t Next(std::size_t strata, Rng& rng) {
+    if (next_ == order_.size()) {
+      order_.resize(strata);
+      for (std::size_t i = 0; i < strata; ++i) order_[i] = static_cast<std::uint32_t>(i);
+      for (std::size_t i = strata; i > 1; --i) std::swap(order_[i - 1], order_[rng.Below(i)]);
+      next_ = 0;
+    }
+    return order_[next_++];
+  }
+
+ private:
+  std::vector<std::uint32_t> order_;
+  std::size_t next_ = 0;
+};
+
 // Everything synthesis needs, from a fingerprint or a shape.
 struct Model {
   std::string source;
@@ -314,7 +406,8 @@ struct Model {
   double tied_share = 0;  // share of zero gaps between events (without batch sizes)
   std::optional<BatchSizes> batches;  // events at one instant; replaces tied_share's schedule
   double gap_shape = 1;  // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
-  RateProfile profile;   // the rate over time; flat by default
+  std::shared_ptr<const GapTable> gap_table;  // when set, non-zero gaps come from it, not Gamma
+  RateProfile profile;                        // the rate over time; flat by default
   std::optional<LengthSampler> lengths;
   // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
   // fixed (prefix_blocks) or fitted to `target_reuse`.
@@ -397,7 +490,7 @@ class BatchSchedule {
 
 // The gap before the next event, in operational time (RateProfile).
 double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches,
-                 Rng& rng) {
+                 StratumSchedule& strata, Rng& rng) {
   if (m.event_rate <= 0) return 0;
   double mean;
   if (batches) {
@@ -407,6 +500,7 @@ double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>
     if (ties.Next(rng)) return 0;
     mean = 1 / (m.event_rate * (1 - m.tied_share));
   }
+  if (m.gap_table) return mean * m.gap_table->Draw(strata.Next(m.gap_table->strata(), rng), rng);
   if (m.gap_shape <= 0) return mean;
   return rng.Gamma(m.gap_shape, mean / m.gap_shape);
 }
@@ -465,11 +559,12 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
   double start = 0, operational = 0;
   std::vector<Draft> turns;
   TieSchedule ties(m.tied_share);
+  StratumSchedule strata;
   std::optional<BatchSchedule> batches;
   if (m.batches) batches.emplace(*m.batches);
   for (bool first = true;; first = false) {
     if (!first) {
-      operational += SampleGap(m, ties, batches, arrivals);
+      operational += SampleGap(m, ties, batches, strata, arrivals);
       start = m.profile.Warp(operational);
     }
     if (gen_end && start >= *gen_end && !(m.event_rate <= 0)) break;
@@ -594,7 +689,8 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
   for (std::size_t i = 0; i < drafts.size(); ++i) {
     const Draft& d = drafts[i];
     TraceRequest r;
-    r.arrival_s = d.t;
+    // Whole microseconds: finer than any trace's clock, and no arrival like 1e-139 s.
+    r.arrival_s = std::round(d.t * kArrivalTicksPerSecond) / kArrivalTicksPerSecond;
     r.input_tokens = d.in;
     r.output_tokens = d.out;
     if (block > 0) {
@@ -666,6 +762,76 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
   }
 }
 
+// The non-zero gaps' quantile knots (probability, gap) from a fingerprint's gap percentiles,
+// which are over all gaps, zero ones included: a percentile q above the tied share t is the
+// non-zero gaps' (q - t) / (1 - t) quantile. Below the lowest known one the gaps reach down to a
+// tenth of it (the fingerprint does not say how far). Empty when fewer than two are known.
+std::vector<std::pair<double, double>> NonzeroGapKnots(const Fingerprint& f) {
+  const stats::Summary& g = f.gap_s;
+  const double t = std::clamp(f.tied_share, 0.0, 1.0);
+  const std::pair<double, double> all[] = {
+      {0, g.min},          {0.5, g.p50.value},    {0.9, g.p90.value}, {0.95, g.p95.value},
+      {0.99, g.p99.value}, {0.999, g.p999.value}, {1, g.max}};
+  std::vector<std::pair<double, double>> knots;
+  for (const auto& [q, v] : all) {
+    if (!(v > 0) || !std::isfinite(v) || t >= 1 || (q <= t && q < 1)) continue;
+    const double u = (q - t) / (1 - t);
+    if (!knots.empty() && (u <= knots.back().first || v < knots.back().second)) {
+      if (v > knots.back().second) knots.back().second = v;  // keep the function non-decreasing
+      continue;
+    }
+    knots.emplace_back(u, v);
+  }
+  if (knots.empty()) return {};
+  if (knots.front().first > 0) knots.insert(knots.begin(), {0.0, knots.front().second / 10});
+  if (knots.size() < 2 || knots.back().first < 1) return {};
+  return knots;
+}
+
+// Sets m.profile from the observed bin rates, less the counting noise that a process of events
+// (batches or ties with zero-gap share p, non-zero gaps of squared CV cv2) will add back. Returns
+// false, leaving the profile flat, when there is no profile to shape.
+bool ShapeProfile(Model& m, const std::vector<double>& widths, const std::vector<double>& rates,
+                  bool noisy, double p, double cv2) {
+  if (widths.size() < 2) return false;
+  // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
+  // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
+  const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
+  const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
+  const double dispersion = (v + b * b * cv2) / b;
+  const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
+  double mass = 0;
+  for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
+  if (!(mass > 0)) return false;
+  m.profile = RateProfile(widths, shaped);
+  return true;
+}
+
+// The CV of the gaps, zero ones included, of `events` arrivals of m's arrival process (its gaps,
+// batches and warp; sessions left out) at microsecond resolution, from a fixed random stream so
+// that a fit over it is deterministic.
+double SimulatedGapCv(const Model& m, std::uint64_t events) {
+  Rng rng(0x9a95'c0feULL);
+  TieSchedule ties(m.tied_share);
+  std::optional<BatchSchedule> batches;
+  if (m.batches) batches.emplace(*m.batches);
+  StratumSchedule strata;
+  double operational = 0, previous = 0, sum = 0, squares = 0;
+  for (std::uint64_t i = 1; i < events; ++i) {
+    operational += SampleGap(m, ties, batches, strata, rng);
+    const double t =
+        std::round(m.profile.Warp(operational) * kArrivalTicksPerSecond) / kArrivalTicksPerSecond;
+    const double gap = t - previous;
+    previous = t;
+    sum += gap;
+    squares += gap * gap;
+  }
+  const double n = static_cast<double>(events - 1);
+  const double mean = sum / n;
+  const double variance = std::max(0.0, (squares - n * mean * mean) / (n - 1));
+  return mean > 0 ? std::sqrt(variance) / mean : 0;
+}
+
 // Sets the arrival process of a fingerprint: batches or ties, the Gamma shape of the non-zero
 // gaps and the rate profile, so that the synthesized gaps have the fingerprint's tied share and
 // CV and its rate follows the fingerprint's over time.
@@ -680,10 +846,15 @@ void FitArrivals(const Fingerprint& f, Model& m) {
     m.tied_share = std::clamp(f.tied_share, 0.0, 0.999);
     p = m.tied_share;
   }
-  const double real_cv2 = std::max(kMinNonzeroGapCv2, (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1);
+  const double raw_cv2 = (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1;
+  const double real_cv2 = std::max(kMinNonzeroGapCv2, raw_cv2);
   std::vector<double> widths, rates;
   bool noisy = true;
   ObservedProfile(f, widths, rates, noisy);
+  if (raw_cv2 <= 0 && p <= 0) {
+    m.gap_shape = 0;  // evenly spaced: constant gaps at a constant rate, nothing to fit
+    return;
+  }
   // Warping through m multiplies the non-zero gaps' E[g^2] by A = MeanInverse(), so the process
   // runs with CV^2 = (1 + real CV^2) / A - 1 in operational time; its counting noise, which the
   // profile must not contain twice, depends on that CV, and A on the profile: a few rounds settle.
@@ -691,21 +862,36 @@ void FitArrivals(const Fingerprint& f, Model& m) {
   for (int round = 0; round < 4; ++round) {
     const double cv2 = std::max(kMinNonzeroGapCv2, (1 + real_cv2) / a - 1);
     m.gap_shape = 1 / cv2;
-    // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
-    // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
-    const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
-    const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
-    const double dispersion = (v + b * b * cv2) / b;
-    if (widths.size() < 2) break;
-    const std::vector<double> shaped =
-        noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
-    double mass = 0;
-    for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
-    if (!(mass > 0)) break;
-    m.profile = RateProfile(widths, shaped);
+    if (!ShapeProfile(m, widths, rates, noisy, p, cv2)) break;
     const double next = m.profile.MeanInverse();
     if (std::abs(next - a) < 1e-6) break;
     a = next;
+  }
+  if (m.gap_shape >= kMinGammaShape) return;
+  const std::vector<std::pair<double, double>> knots = NonzeroGapKnots(f);
+  if (knots.size() < 2) return;  // too little is known of the gaps: Gamma it stays
+  // Burstier than Gamma can draw: the source's own gaps, their spread fitted by simulation so that
+  // the gaps of the warped process, zero ones included, have the source's CV. The warp's own
+  // contribution (idle bins stretch the gaps that span them) is then counted once, whatever the
+  // profile; the profile's noise removal follows the fitted CV, a second round settles it.
+  const double b_mean = m.batches ? m.batches->mean() : 1 / (1 - p);
+  const std::size_t strata =
+      std::clamp<std::size_t>(static_cast<std::size_t>(static_cast<double>(f.requests) / b_mean),
+                              kMinGapStrata, kMaxGapStrata);
+  auto table = std::make_shared<GapTable>(knots, strata);
+  m.gap_table = table;
+  const std::uint64_t events = std::clamp<std::uint64_t>(f.requests, 1000, 200'000);
+  for (int round = 0; round < 2; ++round) {
+    double lo = -1, hi = 1;
+    table->SetSpread(hi);
+    while (SimulatedGapCv(m, events) < f.gap_cv && hi < 64) table->SetSpread(hi *= 2);
+    for (int iter = 0; iter < 30; ++iter) {
+      const double mid = (lo + hi) / 2;
+      table->SetSpread(mid);
+      (SimulatedGapCv(m, events) < f.gap_cv ? lo : hi) = mid;
+    }
+    table->SetSpread(hi);
+    if (!ShapeProfile(m, widths, rates, noisy, p, table->cv2())) break;
   }
 }
 
@@ -1014,7 +1200,12 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   const double requests_per_event =
       m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
   if (f.arrivals_known && f.mean_rps > 0) {
-    m.event_rate = f.mean_rps * options.rate_scale / requests_per_event;
+    // requests / duration counts one request more than the gaps in the duration: the mean gap is
+    // duration / (requests - 1), which evenly spaced sources need exactly.
+    const double gaps_per_request =
+        f.requests > 1 ? static_cast<double>(f.requests - 1) / static_cast<double>(f.requests)
+                       : 1.0;
+    m.event_rate = f.mean_rps * gaps_per_request * options.rate_scale / requests_per_event;
     m.origin_unix_ns = f.origin_unix_ns;
     FitArrivals(f, m);
   }

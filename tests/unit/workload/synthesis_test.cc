@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -60,8 +61,71 @@ double Rel(double got, double want) {
   return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want);
 }
 
+// The tolerances of docs/workloads.md ("Tolerances of the round trip") that a synthesized
+// trace's fingerprint breaks against its source's, one line each; empty when all hold. Without
+// `peaks`, peak-to-mean is left out.
+std::vector<std::string> Mismatches(const Fingerprint& src, const Fingerprint& syn,
+                                    bool peaks = true) {
+  std::vector<std::string> out;
+  auto check = [&out](bool ok, const std::string& what) {
+    if (!ok) out.push_back(what);
+  };
+  check(Rel(syn.mean_rps, src.mean_rps) <= kRateTolerance,
+        fmt::format("mean rate {:.4g} vs {:.4g}", syn.mean_rps, src.mean_rps));
+  for (std::size_t i = 0; peaks && i < src.rate_windows.size(); ++i) {
+    const RateWindow& w = src.rate_windows[i];
+    if (w.window_s > syn.duration_s) continue;  // the synthesized trace may end a little sooner
+    if (i >= syn.rate_windows.size() || syn.rate_windows[i].window_s != w.window_s) {
+      out.push_back(fmt::format("no peak-to-mean over {} s windows", w.window_s));
+      continue;
+    }
+    const double tolerance = w.window_s <= 10   ? kPeakToMeanShortTolerance
+                             : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
+                                                : kPeakToMeanLongTolerance;
+    check(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean) <= tolerance,
+          fmt::format("peak-to-mean over {} s windows {:.3g} vs {:.3g}", w.window_s,
+                      syn.rate_windows[i].peak_to_mean, w.peak_to_mean));
+  }
+  check(Rel(syn.gap_cv, src.gap_cv) <= kGapCvTolerance,
+        fmt::format("gap CV {:.4g} vs {:.4g}", syn.gap_cv, src.gap_cv));
+  check(std::abs(syn.tied_share - src.tied_share) <= kTiedShareTolerance,
+        fmt::format("tied gap share {:.4g} vs {:.4g}", syn.tied_share, src.tied_share));
+  const std::pair<const char*, std::pair<double, double>> lengths[] = {
+      {"input p50", {syn.input.summary.p50.value, src.input.summary.p50.value}},
+      {"input p90", {syn.input.summary.p90.value, src.input.summary.p90.value}},
+      {"output p50", {syn.output.summary.p50.value, src.output.summary.p50.value}},
+      {"output p90", {syn.output.summary.p90.value, src.output.summary.p90.value}}};
+  for (const auto& [what, v] : lengths) {
+    check(Rel(v.first, v.second) <= kLengthTolerance,
+          fmt::format("{} {} vs {}", what, v.first, v.second));
+  }
+  check(std::abs(syn.pearson_log - src.pearson_log) <= kPearsonLogTolerance,
+        fmt::format("pearson_log {:.3f} vs {:.3f}", syn.pearson_log, src.pearson_log));
+  check(syn.prefix_reuse.has_value() == src.prefix_reuse.has_value(),
+        "prefix reuse present in one only");
+  if (src.prefix_reuse && syn.prefix_reuse) {
+    check(std::abs(*syn.prefix_reuse - *src.prefix_reuse) <= kPrefixReuseTolerance,
+          fmt::format("prefix reuse {:.3f} vs {:.3f}", *syn.prefix_reuse, *src.prefix_reuse));
+  }
+  const auto share = [](std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  check(std::abs(share(syn.structured_output, syn.requests) -
+                 share(src.structured_output, src.requests)) <= kMixTolerance,
+        "structured-output share");
+  check(std::abs(share(syn.requests_in_sessions, syn.requests) -
+                 share(src.requests_in_sessions, src.requests)) <= kMixTolerance,
+        "share of requests in sessions");
+  if (src.sessions > 0) {
+    check(Rel(syn.turns_per_session.mean, src.turns_per_session.mean) <= 0.15,
+          "mean turns per session");
+  }
+  return out;
+}
+
 // Compares a synthesized trace's fingerprint with its source's and prints the errors.
-void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name) {
+void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name,
+                   bool assert_all = true) {
   std::printf(
       "[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%% "
       " "
@@ -81,42 +145,8 @@ void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::st
                 syn.rate_windows[i].peak_to_mean);
   }
   std::printf("\n");
-  EXPECT_LE(Rel(syn.mean_rps, src.mean_rps), kRateTolerance) << name;
-  for (std::size_t i = 0; i < src.rate_windows.size(); ++i) {
-    const RateWindow& w = src.rate_windows[i];
-    if (w.window_s > syn.duration_s) continue;  // the synthesized trace may end a little sooner
-    ASSERT_LT(i, syn.rate_windows.size()) << name;
-    ASSERT_EQ(syn.rate_windows[i].window_s, w.window_s) << name;
-    EXPECT_LE(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean),
-              w.window_s <= 10   ? kPeakToMeanShortTolerance
-              : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
-                                 : kPeakToMeanLongTolerance)
-        << name << ": peak-to-mean over " << w.window_s << " s windows";
-  }
-  EXPECT_LE(Rel(syn.gap_cv, src.gap_cv), kGapCvTolerance) << name;
-  EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
-  EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance)
-      << name;
-  EXPECT_LE(Rel(syn.input.summary.p90.value, src.input.summary.p90.value), kLengthTolerance)
-      << name;
-  EXPECT_LE(Rel(syn.output.summary.p50.value, src.output.summary.p50.value), kLengthTolerance)
-      << name;
-  EXPECT_LE(Rel(syn.output.summary.p90.value, src.output.summary.p90.value), kLengthTolerance)
-      << name;
-  EXPECT_NEAR(syn.pearson_log, src.pearson_log, kPearsonLogTolerance) << name;
-  ASSERT_EQ(syn.prefix_reuse.has_value(), src.prefix_reuse.has_value()) << name;
-  if (src.prefix_reuse) {
-    EXPECT_NEAR(*syn.prefix_reuse, *src.prefix_reuse, kPrefixReuseTolerance) << name;
-  }
-  const auto share = [](std::uint64_t part, std::uint64_t whole) {
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-  };
-  EXPECT_NEAR(share(syn.structured_output, syn.requests),
-              share(src.structured_output, src.requests), kMixTolerance);
-  EXPECT_NEAR(share(syn.requests_in_sessions, syn.requests),
-              share(src.requests_in_sessions, src.requests), kMixTolerance);
-  if (src.sessions > 0) {
-    EXPECT_LE(Rel(syn.turns_per_session.mean, src.turns_per_session.mean), 0.15) << name;
+  if (assert_all) {
+    for (const std::string& m : Mismatches(src, syn)) ADD_FAILURE() << name << ": " << m;
   }
 }
 
@@ -566,6 +596,123 @@ TEST(SynthesisTest, TimeOptionsWithoutArrivalTimesAreRefused) {
   Result<Trace> made = SynthesizeFromFingerprint(f, plain);
   ASSERT_TRUE(made.ok()) << made.error().message;
   EXPECT_EQ(made->requests.size(), 5u);
+}
+
+// Issue 15, item 1: property tests over generated sources spanning the burstiness real traces
+// show. A source's arrivals are instants whose gaps have coefficient of variation `cv` (0: evenly
+// spaced; below 1 Gamma; from 1 a two-phase hyperexponential with balanced means: bursts of
+// short gaps between long ones, drawn without underflow, so with no tied gaps); `batch_max` > 1
+// puts a batch of 1 to batch_max requests (uniformly) at each instant; `idle` switches the traffic
+// off for one hour after every two.
+struct GeneratedShape {
+  double cv = 1;
+  std::uint32_t batch_max = 1;
+  bool idle = false;
+  // false: the combined extremes (CV 13+ in batches with idle hours), where even the mean rate
+  // and CV are not held yet (docs/workloads.md, "Beyond the tolerances"): printed, not asserted.
+  bool held = true;
+  std::string Name() const {
+    return fmt::format("cv {} batches 1-{}{}", cv, batch_max, idle ? " idle hours" : "");
+  }
+};
+
+Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
+  constexpr std::size_t kRequests = 30'000;
+  constexpr double kRate = 1;  // requests per active second
+  Rng rng(seed);
+  Trace t;
+  t.source = g.Name();
+  const double instant_rate = kRate / ((1.0 + g.batch_max) / 2);
+  const double mean = 1 / instant_rate;
+  // Hyperexponential with balanced means: phase 1 with probability p, mean mean / (2p).
+  const double p = g.cv >= 1 ? (1 + std::sqrt((g.cv * g.cv - 1) / (g.cv * g.cv + 1))) / 2 : 1;
+  double active = 0;
+  while (t.requests.size() < kRequests) {
+    double gap = mean;
+    if (g.cv > 0 && g.cv < 1) {
+      const double k = 1 / (g.cv * g.cv);
+      gap = rng.Gamma(k, mean / k);
+    } else if (g.cv >= 1) {
+      const double phase = rng.Uniform() < p ? p : 1 - p;
+      gap = rng.Exponential(mean / (2 * phase));
+    }
+    active += gap;
+    const double real = g.idle ? active + std::floor(active / 7200) * 3600 : active;
+    const std::uint32_t batch =
+        g.batch_max > 1 ? 1 + static_cast<std::uint32_t>(rng.Below(g.batch_max)) : 1;
+    for (std::uint32_t i = 0; i < batch && t.requests.size() < kRequests; ++i) {
+      TraceRequest r;
+      r.arrival_s = real;
+      r.input_tokens = 100 + static_cast<std::uint32_t>(rng.Below(900));
+      r.output_tokens = 10 + static_cast<std::uint32_t>(rng.Below(200));
+      t.requests.push_back(r);
+    }
+  }
+  const double first = t.requests.front().arrival_s;
+  for (TraceRequest& r : t.requests) r.arrival_s -= first;
+  return t;
+}
+
+const GeneratedShape kGeneratedShapes[] = {
+    {0, 1, false},  {0.5, 1, false}, {1, 1, false},  {3, 1, false},         {8, 1, false},
+    {13, 1, false}, {20, 1, false},  {0, 10, false}, {1, 100, false},       {13, 20, false},
+    {1, 1, true},   {3, 1, true},    {13, 1, true},  {13, 20, true, false}, {20, 100, true, false},
+};
+
+// Every tolerance but peak-to-mean holds at every shape (mean rate, gap CV, tied share, lengths),
+// with arrivals in whole microseconds; peak-to-mean holds too for the renewal sources up to CV 3,
+// and is printed for the others (docs/workloads.md, "Beyond the tolerances", says where it does not
+// hold yet).
+TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
+  for (const GeneratedShape& g : kGeneratedShapes) {
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    const bool peaks = g.cv <= 3 && g.batch_max == 1 && !g.idle;
+    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+      SynthesisOptions o;
+      o.seed = seed;
+      Result<Trace> t = SynthesizeFromFingerprint(src, o);
+      ASSERT_TRUE(t.ok()) << t.error().message;
+      double smallest = INFINITY;
+      for (const TraceRequest& r : t->requests) {
+        if (r.arrival_s > 0) smallest = std::min(smallest, r.arrival_s);
+        EXPECT_EQ(r.arrival_s, std::round(r.arrival_s * 1e6) / 1e6) << g.Name();
+      }
+      // Arrivals are whole microseconds: nothing like 7.7e-139 s.
+      EXPECT_GE(smallest, 1e-6) << g.Name();
+      const Fingerprint syn = FingerprintTrace(*t);
+      const std::string name = fmt::format("{}, seed {}", g.Name(), seed);
+      std::printf("[%s] tied %.3f->%.3f\n", name.c_str(), src.tied_share, syn.tied_share);
+      ExpectMatches(src, syn, name, /*assert_all=*/false);  // prints every figure
+      for (const std::string& m : Mismatches(src, syn, peaks)) {
+        if (g.held) ADD_FAILURE() << name << ": " << m;
+      }
+      // Whatever the shape: no same-instant arrivals that the source does not have.
+      EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
+    }
+  }
+}
+
+// The control: the checks asserted at every shape (peak-to-mean left out) fail on a synthesis that
+// is wrong on purpose, Poisson arrivals in single requests (the fingerprint's burstiness, batches
+// and rate profile removed), for every source that is not Poisson already.
+TEST(SynthesisPropertyTest, TheChecksFailOnAWrongSynthesis) {
+  for (const GeneratedShape& g : kGeneratedShapes) {
+    if (g.cv == 1 && g.batch_max == 1 && !g.idle) continue;  // Poisson is right for it
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    Fingerprint wrong = src;
+    wrong.gap_cv = 1;
+    wrong.tied_share = 0;
+    wrong.batch_sizes = {{1, src.requests}};
+    wrong.rate_bins.clear();
+    wrong.hourly.reset();
+    Result<Trace> t = SynthesizeFromFingerprint(wrong, {});
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    const std::vector<std::string> broken = Mismatches(src, FingerprintTrace(*t), /*peaks=*/false);
+    std::printf("[%s] a Poisson synthesis breaks %zu tolerances%s%s\n", g.Name().c_str(),
+                broken.size(),
+                broken.empty() ? "" : ", first: ", broken.empty() ? "" : broken.front().c_str());
+    EXPECT_FALSE(broken.empty()) << g.Name();
+  }
 }
 
 TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
