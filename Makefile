@@ -6,7 +6,8 @@ SHELL := /bin/bash
 # Debian 12 packages the build, tests and benchmarks need (docs/DEPENDENCIES.md says why).
 DEBIAN_PACKAGES := g++ cmake ninja-build ccache pkg-config clang libclang-rt-14-dev \
   libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
-  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
+  libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev \
+  zlib1g-dev libzstd-dev gzip zstd
 
 # Only `make bench` needs these (docs/DEPENDENCIES.md): jq reads summary.json, time measures the
 # client's CPU time and peak memory. nginx (optional: its figure is skipped when it cannot be

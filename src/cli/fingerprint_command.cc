@@ -3,12 +3,12 @@
 // --write-trace also writes the canonical JSONL. A malformed row stops the command with
 // `file:line: what is wrong` (exit 2) unless --skip-invalid, which reports what was skipped.
 // docs/workloads.md explains the figures.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/cli.h"
@@ -33,7 +33,9 @@ struct FingerprintFlags {
   bool json = false;
 };
 
-int ExitFor(const Error& error) { return error.code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure; }
+int ExitFor(const Error& error) {
+  return error.code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
+}
 
 int RunFingerprint(const FingerprintFlags& f) {
   workload::ImportOptions options;
@@ -77,7 +79,8 @@ int RunFingerprint(const FingerprintFlags& f) {
     for (const workload::TraceRequest& r : trace->requests) {
       builder.Add(r, r.prefix_hashes.empty() ? 0 : trace->block_tokens);
     }
-    report.origin_unix_ns = trace->origin_unix_ns;  // LoadTrace moved arrivals (and it) to the earliest
+    report.origin_unix_ns =
+        trace->origin_unix_ns;  // LoadTrace moved arrivals (and it) to the earliest
     fingerprint = builder.Finish(report);
   } else {
     Result<workload::Fingerprint> computed = workload::FingerprintFile(f.file, options, &report);
@@ -87,13 +90,15 @@ int RunFingerprint(const FingerprintFlags& f) {
     }
     fingerprint = std::move(*computed);
   }
-  if (report.SkippedTotal() > 0) std::fprintf(stderr, "bakeoff fingerprint: %s\n", report.SkippedSummary().c_str());
+  if (report.SkippedTotal() > 0)
+    std::fprintf(stderr, "bakeoff fingerprint: %s\n", report.SkippedSummary().c_str());
   const std::string json = workload::FingerprintJson(*fingerprint);
   if (!f.out.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(f.out, ec);
     if (ec) {
-      std::fprintf(stderr, "bakeoff fingerprint: --out %s: %s\n", f.out.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "bakeoff fingerprint: --out %s: %s\n", f.out.c_str(),
+                   ec.message().c_str());
       return kExitFailure;
     }
     const std::filesystem::path path = std::filesystem::path(f.out) / "fingerprint.json";
@@ -111,19 +116,29 @@ int RunFingerprint(const FingerprintFlags& f) {
 
 void AddFingerprintCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<FingerprintFlags>();
-  auto* c = app.add_subcommand("fingerprint", "Describe a request trace's shape (docs/workloads.md)");
-  c->add_option("file", flags->file, "Trace file (format detected from its first line)")->required();
+  auto* c =
+      app.add_subcommand("fingerprint", "Describe a request trace's shape (docs/workloads.md)");
+  c->add_option("file", flags->file,
+                "Trace file, or - for standard input; gzip and zstd are read directly (format "
+                "detected from the content)")
+      ->required();
   c->add_option("--format", flags->format,
                 "auto, trace, mooncake, azure-csv, burstgpt-csv, sharegpt, csv or openai-log")
       ->capture_default_str();
   c->add_option("--out", flags->out, "Folder to write fingerprint.json into");
-  c->add_option("--write-trace", flags->write_trace, "Also write the trace as canonical JSONL to this file");
-  c->add_flag("--skip-invalid", flags->skip_invalid, "Skip malformed rows (counted by kind) instead of stopping");
-  c->add_option("--block-tokens", flags->block_tokens,
-                "Tokens per prefix block (default: the source's, 512 for Mooncake; 16 for ids from text)");
-  c->add_option("--columns", flags->columns,
-                "Generic CSV mapping: time=COL,input=COL,output=COL[,session=,turn=,model=,priority=,group=,structured=]");
-  c->add_option("--time-unit", flags->time_unit, "Numeric timestamps: auto, s, ms, us or ns")->capture_default_str();
+  c->add_option("--write-trace", flags->write_trace,
+                "Also write the trace as canonical JSONL to this file");
+  c->add_flag("--skip-invalid", flags->skip_invalid,
+              "Skip malformed rows (counted by kind) instead of stopping");
+  c->add_option(
+      "--block-tokens", flags->block_tokens,
+      "Tokens per prefix block (default: the source's, 512 for Mooncake; 16 for ids from text)");
+  c->add_option(
+      "--columns", flags->columns,
+      "Generic CSV mapping: "
+      "time=COL,input=COL,output=COL[,session=,turn=,model=,priority=,group=,structured=]");
+  c->add_option("--time-unit", flags->time_unit, "Numeric timestamps: auto, s, ms, us or ns")
+      ->capture_default_str();
   c->add_flag("--json", flags->json, "Print fingerprint.json instead of the table");
   c->callback([flags, exit_code] { *exit_code = RunFingerprint(*flags); });
 }

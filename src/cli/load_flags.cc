@@ -1,11 +1,11 @@
 // cli/load_flags.cc: the load flags shared by bench and simulate (contract in load_flags.h).
 #include "cli/load_flags.h"
 
-#include <fmt/format.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <ctime>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "workload/importers.h"
 
@@ -15,30 +15,42 @@ void AddLoadOptions(CLI::App& c, LoadFlags& f) {
   c.add_option("--model", f.model, "Model name (bench default: the first listed by /v1/models)");
   c.add_option("--api", f.api, "chat or completions")->capture_default_str();
   c.add_flag("--no-stream", f.no_stream, "Ask for whole responses instead of SSE streams");
-  c.add_option("--prompt-tokens", f.prompt_tokens, "Prompt length in tokens")->capture_default_str();
+  c.add_option("--prompt-tokens", f.prompt_tokens, "Prompt length in tokens")
+      ->capture_default_str();
   c.add_option("--output-tokens", f.output_tokens, "max_tokens per request")->capture_default_str();
-  c.add_flag("--ignore-eos", f.ignore_eos, "Send ignore_eos and min_tokens so every answer has --output-tokens tokens");
+  c.add_flag("--ignore-eos", f.ignore_eos,
+             "Send ignore_eos and min_tokens so every answer has --output-tokens tokens");
   c.add_option("--rate", f.rates, "Open loop: requests per second; a list sweeps")->delimiter(',');
-  c.add_option("--concurrency", f.concurrencies, "Closed loop: requests in flight; a list sweeps")->delimiter(',');
-  c.add_option("--arrival", f.arrival, "Open-loop arrivals: constant, poisson or gamma")->capture_default_str();
-  c.add_option("--burstiness", f.burstiness, "Gamma shape: 1 = Poisson, below 1 = burstier")->capture_default_str();
+  c.add_option("--concurrency", f.concurrencies, "Closed loop: requests in flight; a list sweeps")
+      ->delimiter(',');
+  c.add_option("--arrival", f.arrival, "Open-loop arrivals: constant, poisson or gamma")
+      ->capture_default_str();
+  c.add_option("--burstiness", f.burstiness, "Gamma shape: 1 = Poisson, below 1 = burstier")
+      ->capture_default_str();
   c.add_option("--duration", f.duration, "Measurement window per step, e.g. 30s");
   c.add_option("--requests", f.requests, "Measured requests per step");
-  c.add_option("--warmup", f.warmup, "Warm-up before each step's measurement, by intended send time")->capture_default_str();
+  c.add_option("--warmup", f.warmup,
+               "Warm-up before each step's measurement, by intended send time")
+      ->capture_default_str();
   c.add_option("--warmup-requests", f.warmup_requests, "Warm-up requests per step");
   c.add_option("--seed", f.seed, "Seed for arrivals and prompt text")->capture_default_str();
   c.add_option("--out", f.out, "Output folder (default out/<command>-<time>)");
   c.add_option("--slo", f.slo, "SLO terms, e.g. ttft_p99=500ms,tpot_p99=50ms,e2e_p99=20s");
-  c.add_option("--trace", f.trace, "Replay a request trace: its arrivals, lengths, prefixes and sessions");
-  c.add_option("--trace-format", f.trace_format, "Trace format (see bakeoff fingerprint --help)")->capture_default_str();
-  c.add_option("--time-scale", f.time_scale, "Replay: multiply arrival and think times (0.1 = ten times faster)")->capture_default_str();
-  c.add_flag("--skip-invalid", f.skip_invalid, "Replay: skip malformed trace rows (counted and reported)");
+  c.add_option("--trace", f.trace,
+               "Replay a request trace (a file, - for standard input, gzip or zstd): its arrivals, "
+               "lengths, prefixes and sessions");
+  c.add_option("--trace-format", f.trace_format, "Trace format (see bakeoff fingerprint --help)")
+      ->capture_default_str();
+  c.add_option("--time-scale", f.time_scale,
+               "Replay: multiply arrival and think times (0.1 = ten times faster)")
+      ->capture_default_str();
+  c.add_flag("--skip-invalid", f.skip_invalid,
+             "Replay: skip malformed trace rows (counted and reported)");
 }
 
 Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
   double scale = 1;
-  for (const auto& [suffix, factor] :
-       std::initializer_list<std::pair<const char*, double>>{
+  for (const auto& [suffix, factor] : std::initializer_list<std::pair<const char*, double>>{
            {"ms", 1e-3}, {"min", 60}, {"h", 3600}, {"s", 1}}) {
     const std::string_view s = suffix;
     if (text.size() > s.size() && text.ends_with(s)) {
@@ -54,28 +66,36 @@ Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
                      flag + ": '" + text + "' is not a duration (e.g. 250ms, 30s, 5min)");
   }
   if (value * scale > kMaxDurationSeconds) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("{}: longer than bakeoff accepts ({:g} s)", flag, kMaxDurationSeconds));
+    return MakeError(
+        ErrorCode::kInvalidInput,
+        fmt::format("{}: longer than bakeoff accepts ({:g} s)", flag, kMaxDurationSeconds));
   }
   return FromSeconds(value * scale);
 }
 
 Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   LoadSetup setup;
-  auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  auto usage = [](std::string message) {
+    return MakeError(ErrorCode::kInvalidInput, std::move(message));
+  };
   dialect::GenerationRequest& request = setup.request;
-  if (f.api == "chat") request.api = dialect::Api::kChat;
-  else if (f.api == "completions") request.api = dialect::Api::kCompletions;
-  else return usage("--api: '" + f.api + "' (expected chat or completions)");
+  if (f.api == "chat")
+    request.api = dialect::Api::kChat;
+  else if (f.api == "completions")
+    request.api = dialect::Api::kCompletions;
+  else
+    return usage("--api: '" + f.api + "' (expected chat or completions)");
   request.model = f.model;
   request.stream = !f.no_stream;
   request.ignore_eos = f.ignore_eos;
   if (f.ignore_eos) request.min_tokens = f.output_tokens;
   if (f.prompt_tokens == 0 || f.prompt_tokens > kMaxRequestTokens) {
-    return usage(fmt::format("--prompt-tokens: {} is not in [1, {}]", f.prompt_tokens, kMaxRequestTokens));
+    return usage(
+        fmt::format("--prompt-tokens: {} is not in [1, {}]", f.prompt_tokens, kMaxRequestTokens));
   }
   if (f.output_tokens == 0 || f.output_tokens > kMaxRequestTokens) {
-    return usage(fmt::format("--output-tokens: {} is not in [1, {}]", f.output_tokens, kMaxRequestTokens));
+    return usage(
+        fmt::format("--output-tokens: {} is not in [1, {}]", f.output_tokens, kMaxRequestTokens));
   }
   setup.shape = {f.prompt_tokens, f.output_tokens};
   Result<Nanos> warmup = ParseDuration("--warmup", f.warmup);
@@ -91,7 +111,8 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     return usage("--duration or --requests: give at least one limit");
   }
   if (!f.rates.empty() + !f.concurrencies.empty() + !f.trace.empty() > 1) {
-    return usage("--rate, --concurrency and --trace: choose one (open loop, closed loop or replay)");
+    return usage(
+        "--rate, --concurrency and --trace: choose one (open loop, closed loop or replay)");
   }
   if (!(f.time_scale > 0) || f.time_scale > 1e6) return usage("--time-scale: must be positive");
   Result<load::ArrivalProcess> arrival = load::ParseArrivalProcess(f.arrival);
@@ -107,12 +128,14 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   for (double rate : f.rates) {
     if (!(rate > 0) || rate > 1e6) return usage(fmt::format("--rate: {} is not in (0, 1e6]", rate));
     // The schedule's last instant must be representable (it is generated lazily, never held).
-    const double planned = static_cast<double>(limits.requests.value_or(0) + limits.warmup_requests);
+    const double planned =
+        static_cast<double>(limits.requests.value_or(0) + limits.warmup_requests);
     const double span_s = duration ? ToSeconds(*duration + limits.warmup) : planned / rate;
     if (std::min(planned / rate, duration ? span_s : INFINITY) > kMaxDurationSeconds) {
-      return usage(fmt::format("--rate: at {:g}/s, {:g} requests would take {:g} s, longer than bakeoff "
-                               "plans ({:g} s); raise --rate or lower --requests",
-                               rate, planned, planned / rate, kMaxDurationSeconds));
+      return usage(
+          fmt::format("--rate: at {:g}/s, {:g} requests would take {:g} s, longer than bakeoff "
+                      "plans ({:g} s); raise --rate or lower --requests",
+                      rate, planned, planned / rate, kMaxDurationSeconds));
     }
     load::StepSpec step;
     step.mode = load::LoopMode::kOpen;
@@ -139,8 +162,10 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
                           {"rows_skipped", report.SkippedTotal()},
                           {"skipped", report.SkippedSummary()}};
     if (!trace->arrivals_known) {
-      fmt::print(stderr, "{}: --trace: the source has no arrival times; every request "
-                         "arrives at once (use --rate with its lengths via bakeoff synth)\n", command);
+      fmt::print(stderr,
+                 "{}: --trace: the source has no arrival times; every request "
+                 "arrives at once (use --rate with its lengths via bakeoff synth)\n",
+                 command);
     }
     double longest_s = 0;
     std::uint64_t too_long = 0;
@@ -149,14 +174,16 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
       if (r.input_tokens > kMaxRequestTokens || r.output_tokens > kMaxRequestTokens) ++too_long;
     }
     if (too_long > 0) {
-      return usage(fmt::format("--trace: {} requests ask for more than {} prompt or output tokens, more "
-                               "than bakeoff sends (filter them out of the trace)",
-                               too_long, kMaxRequestTokens));
+      return usage(
+          fmt::format("--trace: {} requests ask for more than {} prompt or output tokens, more "
+                      "than bakeoff sends (filter them out of the trace)",
+                      too_long, kMaxRequestTokens));
     }
     if (longest_s * f.time_scale > kMaxDurationSeconds) {
-      return usage(fmt::format("--trace: arrival or think times up to {:g} s, scaled by --time-scale {:g}, "
-                               "are longer than bakeoff plans ({:g} s)",
-                               longest_s, f.time_scale, kMaxDurationSeconds));
+      return usage(
+          fmt::format("--trace: arrival or think times up to {:g} s, scaled by --time-scale {:g}, "
+                      "are longer than bakeoff plans ({:g} s)",
+                      longest_s, f.time_scale, kMaxDurationSeconds));
     }
     setup.trace = std::make_shared<workload::Trace>(std::move(trace.value()));
     load::StepSpec step;
@@ -168,9 +195,11 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     setup.steps.push_back(step);
   }
   setup.concurrencies = f.concurrencies;
-  if (f.rates.empty() && setup.concurrencies.empty() && f.trace.empty()) setup.concurrencies.push_back(1);
+  if (f.rates.empty() && setup.concurrencies.empty() && f.trace.empty())
+    setup.concurrencies.push_back(1);
   for (std::uint32_t c : setup.concurrencies) {
-    if (c == 0 || c > 100000) return usage(fmt::format("--concurrency: {} is not in [1, 100000]", c));
+    if (c == 0 || c > 100000)
+      return usage(fmt::format("--concurrency: {} is not in [1, 100000]", c));
     load::StepSpec step;
     step.mode = load::LoopMode::kClosed;
     step.concurrency = c;
@@ -184,19 +213,33 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     setup.slo = slo.value();
   }
   const std::string name = command.substr(command.find(' ') + 1);  // "bakeoff bench" -> "bench"
-  setup.out_dir = f.out.empty() ? std::filesystem::path("out") / fmt::format("{}-{}", name, ::time(nullptr))
-                                : std::filesystem::path(f.out);
+  setup.out_dir = f.out.empty()
+                      ? std::filesystem::path("out") / fmt::format("{}-{}", name, ::time(nullptr))
+                      : std::filesystem::path(f.out);
   return setup;
 }
 
 nlohmann::json LoadFlagsJson(const LoadFlags& f, const LoadSetup& setup) {
-  return {{"model", f.model}, {"api", f.api}, {"stream", !f.no_stream},
-          {"prompt_tokens", f.prompt_tokens}, {"output_tokens", f.output_tokens},
-          {"ignore_eos", f.ignore_eos}, {"rates", f.rates}, {"concurrencies", setup.concurrencies},
-          {"arrival", f.arrival}, {"burstiness", f.burstiness}, {"duration", f.duration},
-          {"requests", f.requests}, {"warmup", f.warmup}, {"warmup_requests", f.warmup_requests},
-          {"seed", f.seed}, {"slo", f.slo}, {"trace", f.trace}, {"trace_format", f.trace_format},
-          {"time_scale", f.time_scale}, {"skip_invalid", f.skip_invalid},
+  return {{"model", f.model},
+          {"api", f.api},
+          {"stream", !f.no_stream},
+          {"prompt_tokens", f.prompt_tokens},
+          {"output_tokens", f.output_tokens},
+          {"ignore_eos", f.ignore_eos},
+          {"rates", f.rates},
+          {"concurrencies", setup.concurrencies},
+          {"arrival", f.arrival},
+          {"burstiness", f.burstiness},
+          {"duration", f.duration},
+          {"requests", f.requests},
+          {"warmup", f.warmup},
+          {"warmup_requests", f.warmup_requests},
+          {"seed", f.seed},
+          {"slo", f.slo},
+          {"trace", f.trace},
+          {"trace_format", f.trace_format},
+          {"time_scale", f.time_scale},
+          {"skip_invalid", f.skip_invalid},
           {"trace_import", setup.trace_import}};
 }
 

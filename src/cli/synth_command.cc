@@ -2,11 +2,11 @@
 // YAML workload shape, or an existing trace (rescaled or windowed), deterministically for a seed
 // (workload/synthesis.h), and prints the fingerprint table of what it wrote. docs/workloads.md,
 // "Synthesis", describes the model. A bad flag is one line naming it, exit 2.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/cli.h"
@@ -54,7 +54,8 @@ bool ParseWindow(const std::string& text, std::pair<double, double>* window) {
 
 int RunSynth(const SynthFlags& f, bool has_requests, bool has_duration) {
   const int sources = !f.from_fingerprint.empty() + !f.from_shape.empty() + !f.from_trace.empty();
-  if (sources != 1) return Usage("give exactly one of --from-fingerprint, --from-shape, --from-trace");
+  if (sources != 1)
+    return Usage("give exactly one of --from-fingerprint, --from-shape, --from-trace");
   if (f.out.empty()) return Usage("--out: required");
   workload::SynthesisOptions options;
   options.seed = f.seed;
@@ -73,12 +74,15 @@ int RunSynth(const SynthFlags& f, bool has_requests, bool has_duration) {
   if (!f.window.empty()) {
     std::pair<double, double> w;
     if (!ParseWindow(f.window, &w) || !(w.first >= 0 && w.second > w.first)) {
-      return Usage(fmt::format("--window: '{}' is not START:END seconds with 0 <= START < END", f.window));
+      return Usage(
+          fmt::format("--window: '{}' is not START:END seconds with 0 <= START < END", f.window));
     }
     options.window = w;
   }
-  if (options.window && options.duration_s) return Usage("--window: give a window or --duration, not both");
-  if (!f.from_trace.empty() && options.duration_s) return Usage("--duration: does not apply to --from-trace; use --window");
+  if (options.window && options.duration_s)
+    return Usage("--window: give a window or --duration, not both");
+  if (!f.from_trace.empty() && options.duration_s)
+    return Usage("--duration: does not apply to --from-trace; use --window");
 
   Result<workload::Trace> trace = MakeError(ErrorCode::kInternal, "no source");
   if (!f.from_fingerprint.empty()) {
@@ -86,7 +90,8 @@ int RunSynth(const SynthFlags& f, bool has_requests, bool has_duration) {
     if (!text.ok()) return Usage("--from-fingerprint: " + text.error().message);
     Result<workload::Fingerprint> fingerprint = workload::ParseFingerprintJson(*text);
     if (!fingerprint.ok()) {
-      return Usage(fmt::format("--from-fingerprint: {}: {}", f.from_fingerprint, fingerprint.error().message));
+      return Usage(fmt::format("--from-fingerprint: {}: {}", f.from_fingerprint,
+                               fingerprint.error().message));
     }
     trace = workload::SynthesizeFromFingerprint(*fingerprint, options);
   } else if (!f.from_shape.empty()) {
@@ -121,19 +126,30 @@ int RunSynth(const SynthFlags& f, bool has_requests, bool has_duration) {
 
 void AddSynthCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<SynthFlags>();
-  auto* c = app.add_subcommand("synth", "Make a trace from a fingerprint, a YAML shape or a trace (docs/workloads.md)");
-  c->add_option("--from-fingerprint", flags->from_fingerprint, "fingerprint.json written by `bakeoff fingerprint --out`");
-  c->add_option("--from-shape", flags->from_shape, "YAML workload shape (examples/workloads/*.yaml)");
-  c->add_option("--from-trace", flags->from_trace, "Existing trace in any supported format, to rescale or window");
-  c->add_option("--seed", flags->seed, "Random seed; the same seed gives the same trace")->capture_default_str();
-  auto* requests = c->add_option("--requests", flags->requests, "Requests to make (default: the source's)");
-  auto* duration = c->add_option("--duration", flags->duration_s, "Seconds of arrivals to make, before --time-scale");
+  auto* c = app.add_subcommand(
+      "synth", "Make a trace from a fingerprint, a YAML shape or a trace (docs/workloads.md)");
+  c->add_option("--from-fingerprint", flags->from_fingerprint,
+                "fingerprint.json written by `bakeoff fingerprint --out`");
+  c->add_option("--from-shape", flags->from_shape,
+                "YAML workload shape (examples/workloads/*.yaml)");
+  c->add_option("--from-trace", flags->from_trace,
+                "Existing trace in any supported format (- for standard input; gzip or zstd), to "
+                "rescale or window");
+  c->add_option("--seed", flags->seed, "Random seed; the same seed gives the same trace")
+      ->capture_default_str();
+  auto* requests =
+      c->add_option("--requests", flags->requests, "Requests to make (default: the source's)");
+  auto* duration = c->add_option("--duration", flags->duration_s,
+                                 "Seconds of arrivals to make, before --time-scale");
   requests->excludes(duration);
-  c->add_option("--rate-scale", flags->rate_scale, "Multiply the request rate (think times unchanged)")
+  c->add_option("--rate-scale", flags->rate_scale,
+                "Multiply the request rate (think times unchanged)")
       ->capture_default_str();
-  c->add_option("--time-scale", flags->time_scale, "Multiply every time (2 stretches, 0.5 compresses)")
+  c->add_option("--time-scale", flags->time_scale,
+                "Multiply every time (2 stretches, 0.5 compresses)")
       ->capture_default_str();
-  c->add_option("--window", flags->window, "START:END seconds: keep arrivals in [START, END), moved to start at 0");
+  c->add_option("--window", flags->window,
+                "START:END seconds: keep arrivals in [START, END), moved to start at 0");
   c->add_option("--out", flags->out, "Canonical JSONL trace to write")->required();
   c->callback([flags, exit_code, requests, duration] {
     *exit_code = RunSynth(*flags, requests->count() > 0, duration->count() > 0);

@@ -2,8 +2,8 @@
 //
 // Owns: the line reader, the per-format row parsers and the checks every format shares
 // (timestamps and their units, ordering, skip accounting). Column names follow the public
-// datasets' documentation (Azure/AzurePublicDataset AzureLLMInferenceDataset2023.md, HPMLL/BurstGPT,
-// kvcache-ai/Mooncake FAST25-release/traces); docs/formats/trace.md lists them.
+// datasets' documentation (Azure/AzurePublicDataset AzureLLMInferenceDataset2023.md,
+// HPMLL/BurstGPT, kvcache-ai/Mooncake FAST25-release/traces); docs/formats/trace.md lists them.
 //
 // JSON rows are parsed with the simdjson DOM parser rather than On Demand, for the reason given in
 // dialect/openai.cc: the DOM parser dispatches at run time to the best SIMD kernel. Each line is
@@ -24,9 +24,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include "core/file.h"
+#include "workload/trace_input.h"
 
 namespace bakeoff::workload {
 
@@ -43,7 +45,8 @@ constexpr std::uint32_t kDefaultTextBlockTokens = 16;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -149,27 +152,37 @@ std::optional<std::int64_t> ParseWallClock(std::string_view s) {
       return std::nullopt;
     }
   }
-  const std::int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  const std::int64_t days =
+      DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   return seconds * 1'000'000'000 + nanos;
 }
 
 double UnitSeconds(TimeUnit unit) {
   switch (unit) {
-    case TimeUnit::kMillis: return 1e-3;
-    case TimeUnit::kMicros: return 1e-6;
-    case TimeUnit::kNanos: return 1e-9;
-    default: return 1.0;
+    case TimeUnit::kMillis:
+      return 1e-3;
+    case TimeUnit::kMicros:
+      return 1e-6;
+    case TimeUnit::kNanos:
+      return 1e-9;
+    default:
+      return 1.0;
   }
 }
 
 const char* UnitName(TimeUnit unit) {
   switch (unit) {
-    case TimeUnit::kAuto: return "auto";
-    case TimeUnit::kSeconds: return "seconds";
-    case TimeUnit::kMillis: return "milliseconds";
-    case TimeUnit::kMicros: return "microseconds";
-    case TimeUnit::kNanos: return "nanoseconds";
+    case TimeUnit::kAuto:
+      return "auto";
+    case TimeUnit::kSeconds:
+      return "seconds";
+    case TimeUnit::kMillis:
+      return "milliseconds";
+    case TimeUnit::kMicros:
+      return "microseconds";
+    case TimeUnit::kNanos:
+      return "nanoseconds";
   }
   return "?";
 }
@@ -186,26 +199,41 @@ constexpr double kEpochThreshold = 1e8;
 
 // One timestamp as the source wrote it.
 struct TimeValue {
-  bool wall = false;        // a date-time string
+  bool wall = false;         // a date-time string
   std::int64_t wall_ns = 0;  // when wall
-  double number = 0;        // when !wall, in `unit`
+  double number = 0;         // when !wall, in `unit`
   TimeUnit unit = TimeUnit::kAuto;
   bool since_start = false;  // the format defines numbers as time since the trace's start: no
                              // epoch guessing and no unit-change heuristics
-  std::string_view text;    // for messages
+  std::string_view text;     // for messages
 };
 
-enum class Problem { kBadJson, kMissingField, kBadNumber, kBadTimestamp, kMixedUnits, kColumns, kBadValue };
+enum class Problem {
+  kBadJson,
+  kMissingField,
+  kBadNumber,
+  kBadTimestamp,
+  kMixedUnits,
+  kColumns,
+  kBadValue
+};
 
 const char* ProblemName(Problem p) {
   switch (p) {
-    case Problem::kBadJson: return "bad JSON";
-    case Problem::kMissingField: return "missing field";
-    case Problem::kBadNumber: return "bad number";
-    case Problem::kBadTimestamp: return "bad timestamp";
-    case Problem::kMixedUnits: return "mixed time units";
-    case Problem::kColumns: return "wrong column count";
-    case Problem::kBadValue: return "bad value";
+    case Problem::kBadJson:
+      return "bad JSON";
+    case Problem::kMissingField:
+      return "missing field";
+    case Problem::kBadNumber:
+      return "bad number";
+    case Problem::kBadTimestamp:
+      return "bad timestamp";
+    case Problem::kMixedUnits:
+      return "mixed time units";
+    case Problem::kColumns:
+      return "wrong column count";
+    case Problem::kBadValue:
+      return "bad value";
   }
   return "?";
 }
@@ -260,7 +288,8 @@ class Import {
       return false;
     };
     if (!t.wall && (!std::isfinite(t.number) || t.number < 0)) {
-      return reject(Problem::kBadTimestamp, fmt::format("timestamp {} is negative or not finite", Shown(t.text)));
+      return reject(Problem::kBadTimestamp,
+                    fmt::format("timestamp {} is negative or not finite", Shown(t.text)));
     }
     if (!have_origin_) {
       have_origin_ = true;
@@ -277,15 +306,17 @@ class Import {
         if (unit_ == TimeUnit::kAuto) {
           unit_ = epoch_class_ < 0 ? TimeUnit::kSeconds : static_cast<TimeUnit>(epoch_class_ + 1);
           if (epoch_class_ >= 0) {
-            report_.notes.push_back(fmt::format("timestamps read as Unix epoch {} (first: {} at {})",
-                                                UnitName(unit_), Shown(t.text), Where(line)));
+            report_.notes.push_back(
+                fmt::format("timestamps read as Unix epoch {} (first: {} at {})", UnitName(unit_),
+                            Shown(t.text), Where(line)));
           }
         }
         origin_seconds_ = t.number * UnitSeconds(unit_);
         if (!since_start_ && origin_seconds_ >= kEpochThreshold) {
           report_.origin_unix_ns = static_cast<std::int64_t>(origin_seconds_ * 1e9);
         } else if (since_start_ && start_unix_ns_) {
-          report_.origin_unix_ns = *start_unix_ns_ + static_cast<std::int64_t>(std::llround(origin_seconds_ * 1e9));
+          report_.origin_unix_ns =
+              *start_unix_ns_ + static_cast<std::int64_t>(std::llround(origin_seconds_ * 1e9));
         }
       }
       previous_number_ = t.number;
@@ -294,10 +325,11 @@ class Import {
       return true;
     }
     if (t.wall != wall_) {
-      return reject(Problem::kMixedUnits,
-                    fmt::format("timestamp {} is {} but the first row's ({} at {}) is {}", Shown(t.text),
-                                t.wall ? "a date-time" : "a number", Shown(origin_text_),
-                                Where(origin_line_), wall_ ? "a date-time" : "a number"));
+      return reject(
+          Problem::kMixedUnits,
+          fmt::format("timestamp {} is {} but the first row's ({} at {}) is {}", Shown(t.text),
+                      t.wall ? "a date-time" : "a number", Shown(origin_text_), Where(origin_line_),
+                      wall_ ? "a date-time" : "a number"));
     }
     double arrival;
     if (t.wall) {
@@ -309,11 +341,12 @@ class Import {
       const bool jump = !since_start_ && epoch_class_ < 0 && t.number >= 1e9 &&
                         t.number >= 1000 * std::max(previous_number_, 1.0);
       if (epoch_mismatch || jump) {
-        return reject(Problem::kMixedUnits,
-                      fmt::format("timestamp {} has a different unit or origin than the first row's "
-                                  "({} at {}, read as {}{})",
-                                  Shown(t.text), Shown(origin_text_), Where(origin_line_),
-                                  epoch_class_ >= 0 ? "Unix epoch " : "", UnitName(unit_)));
+        return reject(
+            Problem::kMixedUnits,
+            fmt::format("timestamp {} has a different unit or origin than the first row's "
+                        "({} at {}, read as {}{})",
+                        Shown(t.text), Shown(origin_text_), Where(origin_line_),
+                        epoch_class_ >= 0 ? "Unix epoch " : "", UnitName(unit_)));
       }
       arrival = t.number * UnitSeconds(unit_) - origin_seconds_;
       previous_number_ = t.number;
@@ -324,6 +357,20 @@ class Import {
     previous_arrival_ = arrival;
     *arrival_s = arrival;
     return true;
+  }
+
+  // True for a blank line, empty or holding only spaces and tabs, which every format ignores (a
+  // line of other whitespace is a malformed row); counted for a note, so none goes unmentioned.
+  bool Blank(std::string_view line, std::uint64_t number) {
+    if (!Trim(line).empty()) return false;
+    if (blank_lines_++ == 0) first_blank_line_ = number;
+    return true;
+  }
+  void NoteBlankLines() {
+    if (blank_lines_ == 0) return;
+    report_.notes.push_back(
+        fmt::format("{} blank {} (empty or only spaces and tabs) ignored (first: {})", blank_lines_,
+                    blank_lines_ == 1 ? "line" : "lines", Where(first_blank_line_)));
   }
 
   void Emit(TraceRequest& request, std::uint64_t line) {
@@ -357,6 +404,8 @@ class Import {
   std::optional<std::int64_t> start_unix_ns_;
   double previous_number_ = 0;
   double previous_arrival_ = 0;
+  std::uint64_t blank_lines_ = 0;
+  std::uint64_t first_blank_line_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -365,8 +414,9 @@ class Import {
 
 using ReadFn = std::function<std::size_t(char*, std::size_t)>;
 
-// Calls on_line(line, number) for each line (without its LF, CR stripped, numbered from 1); stops
-// when it returns false. Returns false when reading failed.
+// Calls on_line(line, number, terminated) for each line (without its LF, CR stripped, numbered
+// from 1; terminated: a LF ended it, false only for a last line that the end of the input cut);
+// stops when it returns false. Returns false when reading failed.
 template <typename OnLine>
 bool ForEachLine(const ReadFn& read, OnLine&& on_line) {
   std::size_t capacity = kInitialBufferBytes;
@@ -405,18 +455,17 @@ bool ForEachLine(const ReadFn& read, OnLine&& on_line) {
       line.remove_prefix(3);  // UTF-8 byte order mark
     }
     ++number;
-    if (!on_line(line, number)) return true;
+    if (!on_line(line, number, nl != nullptr)) return true;
     begin = scan = (nl != nullptr) ? stop + 1 : end;
     if (nl == nullptr) return true;
   }
 }
 
-bool IsBlank(std::string_view line) { return Trim(line).empty(); }
-
 // ---------------------------------------------------------------------------------------------
 // JSON field helpers. Each returns an empty string on success or what is wrong.
 
-std::string JsonUint(dom::element value, std::string_view field, std::uint64_t max, std::uint64_t* out) {
+std::string JsonUint(dom::element value, std::string_view field, std::uint64_t max,
+                     std::uint64_t* out) {
   std::uint64_t u;
   std::int64_t i;
   double d;
@@ -488,12 +537,14 @@ bool ContentText(dom::element content, std::string* out) {
 std::string JsonMessages(dom::element value, bool keep, std::vector<ChatMessage>* messages,
                          std::size_t* bytes, std::string* joined) {
   dom::array array;
-  if (value.get_array().get(array) != simdjson::SUCCESS) return "field \"messages\" is not an array";
+  if (value.get_array().get(array) != simdjson::SUCCESS)
+    return "field \"messages\" is not an array";
   for (dom::element m : array) {
     dom::object obj;
     if (m.get_object().get(obj) != simdjson::SUCCESS) return "a message is not an object";
     std::string_view role;
-    if (obj["role"].get_string().get(role) != simdjson::SUCCESS) return "a message has no string \"role\"";
+    if (obj["role"].get_string().get(role) != simdjson::SUCCESS)
+      return "a message has no string \"role\"";
     std::string content;
     dom::element c;
     if (obj["content"].get(c) == simdjson::SUCCESS && !ContentText(c, &content)) {
@@ -522,7 +573,8 @@ struct JsonlState {
 };
 
 // Parses `line` as a JSON object; on failure rejects the row. Returns true when `obj` is usable.
-bool ParseLineObject(Import& im, std::string_view line, std::uint64_t number, dom::object* obj, bool* stop) {
+bool ParseLineObject(Import& im, std::string_view line, std::uint64_t number, dom::object* obj,
+                     bool* stop) {
   dom::element root;
   if (im.parser().parse(line.data(), line.size(), false).get(root) != simdjson::SUCCESS) {
     *stop = !im.Reject(number, Problem::kBadJson, "not valid JSON");
@@ -555,7 +607,8 @@ void ResetMooncakeRow(TraceRequest& r) {
 // length above UINT32_MAX, an id of more than 19 digits, trailing bytes. The DOM path then reads
 // the line and reports what is wrong, if anything, exactly as before; importers_test and the fuzzer
 // compare the two paths. `timestamp_text` receives the timestamp's digits.
-bool PlainMooncakeRow(std::string_view line, TraceRequest& r, double* timestamp_ms, std::string_view* timestamp_text) {
+bool PlainMooncakeRow(std::string_view line, TraceRequest& r, double* timestamp_ms,
+                      std::string_view* timestamp_text) {
   const char* p = line.data();
   const char* const end = p + line.size();
   auto skip_ws = [&] {
@@ -585,18 +638,24 @@ bool PlainMooncakeRow(std::string_view line, TraceRequest& r, double* timestamp_
     ++p;
     // The key with its closing quote, compared in place.
     auto key_is = [&](std::string_view quoted) {
-      if (static_cast<std::size_t>(end - p) < quoted.size() || std::memcmp(p, quoted.data(), quoted.size()) != 0) {
+      if (static_cast<std::size_t>(end - p) < quoted.size() ||
+          std::memcmp(p, quoted.data(), quoted.size()) != 0) {
         return false;
       }
       p += quoted.size();
       return true;
     };
     unsigned key;
-    if (key_is("timestamp\"")) key = kTime;
-    else if (key_is("input_length\"")) key = kIn;
-    else if (key_is("output_length\"")) key = kOut;
-    else if (key_is("hash_ids\"")) key = kIds;
-    else return false;
+    if (key_is("timestamp\""))
+      key = kTime;
+    else if (key_is("input_length\""))
+      key = kIn;
+    else if (key_is("output_length\""))
+      key = kOut;
+    else if (key_is("hash_ids\""))
+      key = kIds;
+    else
+      return false;
     if ((seen & key) != 0) return false;
     seen |= key;
     skip_ws();
@@ -700,7 +759,9 @@ bool MooncakeRow(Import& im, JsonlState& st, std::string_view line, std::uint64_
   }
   if (problem.empty() && !(have_time && have_in && have_out)) {
     kind = Problem::kMissingField;
-    problem = fmt::format("missing field \"{}\"", !have_time ? "timestamp" : !have_in ? "input_length" : "output_length");
+    problem = fmt::format("missing field \"{}\"", !have_time ? "timestamp"
+                                                  : !have_in ? "input_length"
+                                                             : "output_length");
   }
   if (!problem.empty()) return im.Reject(number, kind, problem);
   if (!im.Arrival(number, t, &r.arrival_s, &stop)) return !stop;
@@ -717,7 +778,8 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
   std::string_view format;
   if (obj["format"].get_string().get(format) == simdjson::SUCCESS) {
     if (format != "bakeoff-trace") {
-      return im.Reject(number, Problem::kBadValue, fmt::format("unknown trace format {}", Shown(format)));
+      return im.Reject(number, Problem::kBadValue,
+                       fmt::format("unknown trace format {}", Shown(format)));
     }
     if (st.header_seen || im.report().rows > 0) {
       return im.Reject(number, Problem::kBadValue, "a header line after the first line");
@@ -734,7 +796,8 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
       }
     }
     bool known = true;
-    if (obj["arrivals_known"].get_bool().get(known) == simdjson::SUCCESS) im.report().arrivals_known = known;
+    if (obj["arrivals_known"].get_bool().get(known) == simdjson::SUCCESS)
+      im.report().arrivals_known = known;
     dom::element o;
     if (obj["origin_utc"].get(o) == simdjson::SUCCESS) {
       std::string_view text;
@@ -780,9 +843,12 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
         break;
       }
       const auto u = static_cast<std::uint32_t>(v);
-      if (key == "input_tokens") r.input_tokens = u, have_in = true;
-      else if (key == "output_tokens") r.output_tokens = u, have_out = true;
-      else r.turn = u;
+      if (key == "input_tokens")
+        r.input_tokens = u, have_in = true;
+      else if (key == "output_tokens")
+        r.output_tokens = u, have_out = true;
+      else
+        r.turn = u;
     } else if (key == "priority") {
       std::int64_t p;
       if (value.get_int64().get(p) != simdjson::SUCCESS || p < INT32_MIN || p > INT32_MAX) {
@@ -824,7 +890,10 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
         r.model = std::string(s);
       }
     } else if (key == "messages") {
-      if (!(problem = JsonMessages(value, im.options().keep_text, &r.messages, &text_bytes, &st.joined)).empty()) break;
+      if (!(problem =
+                JsonMessages(value, im.options().keep_text, &r.messages, &text_bytes, &st.joined))
+               .empty())
+        break;
     } else if (key == "prefix_hashes") {
       dom::array ids;
       if (value.get_array().get(ids) != simdjson::SUCCESS) {
@@ -843,7 +912,9 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
   }
   if (problem.empty() && !(have_time && have_in && have_out)) {
     kind = Problem::kMissingField;
-    problem = fmt::format("missing field \"{}\"", !have_time ? "arrival_s" : !have_in ? "input_tokens" : "output_tokens");
+    problem = fmt::format("missing field \"{}\"", !have_time ? "arrival_s"
+                                                  : !have_in ? "input_tokens"
+                                                             : "output_tokens");
   }
   if (!problem.empty()) return im.Reject(number, kind, problem);
   if (!r.prefix_hashes.empty() && !st.trace_has_blocks) {
@@ -859,7 +930,8 @@ bool TraceRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t n
   return true;
 }
 
-// JSONL log of OpenAI requests: {"timestamp"|"time": ..., "body"|"request": {...}, "usage"|"response":
+// JSONL log of OpenAI requests: {"timestamp"|"time": ..., "body"|"request": {...},
+// "usage"|"response":
 // {"usage": ...}, "session_id", "turn"}; a line without "body"/"request" is itself the body.
 bool OpenAiLogRow(Import& im, JsonlState& st, std::string_view line, std::uint64_t number) {
   bool stop = false;
@@ -924,7 +996,8 @@ bool OpenAiLogRow(Import& im, JsonlState& st, std::string_view line, std::uint64
   if (obj["session_id"].get_string().get(s) == simdjson::SUCCESS) r.session_id = std::string(s);
   std::uint64_t v;
   if (obj["turn"].get(value) == simdjson::SUCCESS) {
-    if (!(problem = JsonUint(value, "turn", UINT32_MAX, &v)).empty()) return im.Reject(number, Problem::kBadNumber, problem);
+    if (!(problem = JsonUint(value, "turn", UINT32_MAX, &v)).empty())
+      return im.Reject(number, Problem::kBadNumber, problem);
     r.turn = static_cast<std::uint32_t>(v);
   }
 
@@ -934,19 +1007,22 @@ bool OpenAiLogRow(Import& im, JsonlState& st, std::string_view line, std::uint64
   bool have_in = false, have_out = false;
   if (have_usage) {
     if (usage["prompt_tokens"].get(value) == simdjson::SUCCESS) {
-      if (!(problem = JsonUint(value, "usage.prompt_tokens", UINT32_MAX, &v)).empty()) return im.Reject(number, Problem::kBadNumber, problem);
+      if (!(problem = JsonUint(value, "usage.prompt_tokens", UINT32_MAX, &v)).empty())
+        return im.Reject(number, Problem::kBadNumber, problem);
       r.input_tokens = static_cast<std::uint32_t>(v);
       have_in = true;
     }
     if (usage["completion_tokens"].get(value) == simdjson::SUCCESS) {
-      if (!(problem = JsonUint(value, "usage.completion_tokens", UINT32_MAX, &v)).empty()) return im.Reject(number, Problem::kBadNumber, problem);
+      if (!(problem = JsonUint(value, "usage.completion_tokens", UINT32_MAX, &v)).empty())
+        return im.Reject(number, Problem::kBadNumber, problem);
       r.output_tokens = static_cast<std::uint32_t>(v);
       have_out = true;
     }
   }
   if (!have_in) {
     if (!have_text) {
-      return im.Reject(number, Problem::kMissingField, "no usage.prompt_tokens and no \"messages\" or \"prompt\" to estimate from");
+      return im.Reject(number, Problem::kMissingField,
+                       "no usage.prompt_tokens and no \"messages\" or \"prompt\" to estimate from");
     }
     r.input_tokens = EstimateTokens(text_bytes);
     r.tokens_estimated = true;
@@ -954,9 +1030,12 @@ bool OpenAiLogRow(Import& im, JsonlState& st, std::string_view line, std::uint64
   if (!have_out) {
     if (body["max_completion_tokens"].get(value) != simdjson::SUCCESS &&
         body["max_tokens"].get(value) != simdjson::SUCCESS) {
-      return im.Reject(number, Problem::kMissingField, "no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
+      return im.Reject(
+          number, Problem::kMissingField,
+          "no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
     }
-    if (!(problem = JsonUint(value, "max_tokens", UINT32_MAX, &v)).empty()) return im.Reject(number, Problem::kBadNumber, problem);
+    if (!(problem = JsonUint(value, "max_tokens", UINT32_MAX, &v)).empty())
+      return im.Reject(number, Problem::kBadNumber, problem);
     r.output_tokens = static_cast<std::uint32_t>(v);
     r.tokens_estimated = true;
   }
@@ -999,7 +1078,8 @@ class CsvSplitter {
         }
         // Anything between the closing quote and the comma is kept, as most readers do.
         const std::size_t comma = line.find(',', i);
-        out.append(line.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i));
+        out.append(
+            line.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i));
         fields->push_back(out);
         if (comma == std::string_view::npos) return true;
         i = comma + 1;
@@ -1031,6 +1111,7 @@ class CsvSplitter {
 struct CsvLayout {
   int time = -1, input = -1, output = -1, session = -1, turn = -1, model = -1, priority = -1,
       group = -1, structured = -1;
+  int total = -1, log_type = -1;  // BurstGPT's "Total tokens" and "Log Type", when present
   std::size_t columns = 0;
   TimeUnit unit = TimeUnit::kAuto;
   bool burstgpt = false;
@@ -1070,6 +1151,8 @@ std::string CsvHeader(TraceFormat format, const ImportOptions& options,
       if (!(problem = require(&layout->output, "Response tokens")).empty()) return problem;
       layout->model = FindColumn(header, "Model");
       layout->session = FindColumn(header, "Session ID");
+      layout->total = FindColumn(header, "Total tokens");
+      layout->log_type = FindColumn(header, "Log Type");
       return {};
     default: {
       const CsvColumns& c = options.columns;
@@ -1082,8 +1165,9 @@ std::string CsvHeader(TraceFormat format, const ImportOptions& options,
       if (!(problem = require(&layout->input, c.input)).empty()) return problem;
       if (!(problem = require(&layout->output, c.output)).empty()) return problem;
       const std::pair<int*, const std::string*> optional[] = {
-          {&layout->session, &c.session}, {&layout->turn, &c.turn}, {&layout->model, &c.model},
-          {&layout->priority, &c.priority}, {&layout->group, &c.group}, {&layout->structured, &c.structured}};
+          {&layout->session, &c.session}, {&layout->turn, &c.turn},
+          {&layout->model, &c.model},     {&layout->priority, &c.priority},
+          {&layout->group, &c.group},     {&layout->structured, &c.structured}};
       for (const auto& [slot, name] : optional) {
         if (name->empty()) continue;
         if (!(problem = require(slot, *name)).empty()) return problem;
@@ -1093,10 +1177,42 @@ std::string CsvHeader(TraceFormat format, const ImportOptions& options,
   }
 }
 
+// A file cut short ends inside its last row, which still has every column when the cut falls in
+// the last one. So the last row of a BurstGPT file without a final line end is held to what a
+// whole row holds: "Total tokens" is "Request tokens" + "Response tokens", and "Log Type" is
+// "Conversation log" or "API log". Returns what is wrong, or an empty string.
+std::string CutBurstGptRow(const CsvLayout& layout, const std::vector<std::string_view>& fields,
+                           const TraceRequest& r) {
+  if (layout.total >= 0) {
+    const std::string_view text = fields[static_cast<std::size_t>(layout.total)];
+    std::uint64_t total = 0;
+    const std::uint64_t sum = std::uint64_t{r.input_tokens} + r.output_tokens;
+    if (!ParseU64(text, &total) || total != sum) {
+      return fmt::format(
+          "the last row ends without a line end and its \"Total tokens\" {} is not Request + "
+          "Response tokens ({}): the file looks cut short",
+          Shown(text), sum);
+    }
+  }
+  if (layout.log_type >= 0) {
+    const std::string_view text = Trim(fields[static_cast<std::size_t>(layout.log_type)]);
+    if (!EqualsIgnoreCase(text, "Conversation log") && !EqualsIgnoreCase(text, "API log")) {
+      return fmt::format(
+          "the last row ends without a line end and its \"Log Type\" {} is not \"Conversation "
+          "log\" "
+          "or \"API log\": the file looks cut short",
+          Shown(text));
+    }
+  }
+  return {};
+}
+
 bool ParseBool(std::string_view s, bool* out) {
   s = Trim(s);
-  if (s == "1" || EqualsIgnoreCase(s, "true") || EqualsIgnoreCase(s, "yes")) return *out = true, true;
-  if (s.empty() || s == "0" || EqualsIgnoreCase(s, "false") || EqualsIgnoreCase(s, "no")) return *out = false, true;
+  if (s == "1" || EqualsIgnoreCase(s, "true") || EqualsIgnoreCase(s, "yes"))
+    return *out = true, true;
+  if (s.empty() || s == "0" || EqualsIgnoreCase(s, "false") || EqualsIgnoreCase(s, "no"))
+    return *out = false, true;
   return false;
 }
 
@@ -1108,12 +1224,14 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
   TraceRequest r;
   std::unordered_map<std::string, std::uint32_t> turns;  // BurstGPT sessions: next turn index
   std::uint64_t zero_output_rows = 0;
-  const bool ok = ForEachLine(read, [&](std::string_view line, std::uint64_t number) {
+  const bool ok = ForEachLine(read, [&](std::string_view line, std::uint64_t number,
+                                        bool terminated) {
     ++im.report().lines;
-    if (IsBlank(line)) return true;
+    if (im.Blank(line, number)) return true;
     if (!splitter.Split(line, &fields)) {
       if (!have_header) {
-        im.Fail(ErrorCode::kInvalidInput, im.Where(number) + ": the header has an unterminated quote");
+        im.Fail(ErrorCode::kInvalidInput,
+                im.Where(number) + ": the header has an unterminated quote");
         return false;
       }
       return im.Reject(number, Problem::kColumns, "unterminated quoted field");
@@ -1129,27 +1247,36 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
     }
     if (fields.size() != layout.columns) {
       return im.Reject(number, Problem::kColumns,
-                       fmt::format("expected {} fields as in the header, found {}", layout.columns, fields.size()));
+                       fmt::format("expected {} fields as in the header, found {}", layout.columns,
+                                   fields.size()));
     }
     r = TraceRequest{};
     std::uint64_t v;
-    const std::pair<int, std::uint32_t*> counts[] = {{layout.input, &r.input_tokens}, {layout.output, &r.output_tokens}};
+    const std::pair<int, std::uint32_t*> counts[] = {{layout.input, &r.input_tokens},
+                                                     {layout.output, &r.output_tokens}};
     for (const auto& [column, slot] : counts) {
       const std::string_view text = fields[static_cast<std::size_t>(column)];
       if (!ParseU64(text, &v)) {
         double d;
         // Some exports write counts as "472.0".
         if (!ParseDouble(text, &d) || d < 0 || d != std::floor(d) || d > UINT32_MAX) {
-          return im.Reject(number, Problem::kBadNumber,
-                           fmt::format("column \"{}\" is not a non-negative integer ({})",
-                                       layout.names[static_cast<std::size_t>(column)], Shown(text)));
+          return im.Reject(
+              number, Problem::kBadNumber,
+              fmt::format("column \"{}\" is not a non-negative integer ({})",
+                          layout.names[static_cast<std::size_t>(column)], Shown(text)));
         }
         v = static_cast<std::uint64_t>(d);
       }
       if (v > UINT32_MAX) {
-        return im.Reject(number, Problem::kBadNumber, fmt::format("token count {} is too large", Shown(text)));
+        return im.Reject(number, Problem::kBadNumber,
+                         fmt::format("token count {} is too large", Shown(text)));
       }
       *slot = static_cast<std::uint32_t>(v);
+    }
+    if (layout.burstgpt && !terminated) {
+      if (std::string cut = CutBurstGptRow(layout, fields, r); !cut.empty()) {
+        return im.Reject(number, Problem::kColumns, cut);
+      }
     }
     TimeValue t;
     t.unit = layout.unit;
@@ -1159,9 +1286,10 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
       t.wall = true;
       t.wall_ns = *ns;
     } else if (!ParseDouble(t.text, &t.number)) {
-      return im.Reject(number, Problem::kBadTimestamp,
-                       fmt::format("timestamp {} is not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff]) or a number",
-                                   Shown(t.text)));
+      return im.Reject(
+          number, Problem::kBadTimestamp,
+          fmt::format("timestamp {} is not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff]) or a number",
+                      Shown(t.text)));
     }
     auto optional_text = [&](int column) -> std::optional<std::string> {
       if (column < 0) return std::nullopt;
@@ -1175,13 +1303,16 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
     // Names are written to JSON later; bytes that are not UTF-8 would not survive that.
     for (const std::optional<std::string>* name : {&r.model, &r.session_id, &r.prefix_group}) {
       if (*name && !simdjson::validate_utf8((*name)->data(), (*name)->size())) {
-        return im.Reject(number, Problem::kBadValue, fmt::format("name {} is not UTF-8", Shown(**name)));
+        return im.Reject(number, Problem::kBadValue,
+                         fmt::format("name {} is not UTF-8", Shown(**name)));
       }
     }
     if (layout.turn >= 0) {
       const std::string_view s = fields[static_cast<std::size_t>(layout.turn)];
       if (!Trim(s).empty()) {
-        if (!ParseU64(s, &v) || v > UINT32_MAX) return im.Reject(number, Problem::kBadNumber, fmt::format("turn {} is not a non-negative integer", Shown(s)));
+        if (!ParseU64(s, &v) || v > UINT32_MAX)
+          return im.Reject(number, Problem::kBadNumber,
+                           fmt::format("turn {} is not a non-negative integer", Shown(s)));
         r.turn = static_cast<std::uint32_t>(v);
       }
     }
@@ -1191,14 +1322,17 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
         std::int64_t p = 0;
         const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), p);
         if (ec != std::errc() || end != s.data() + s.size() || p < INT32_MIN || p > INT32_MAX) {
-          return im.Reject(number, Problem::kBadNumber, fmt::format("priority {} is not an integer", Shown(s)));
+          return im.Reject(number, Problem::kBadNumber,
+                           fmt::format("priority {} is not an integer", Shown(s)));
         }
         r.priority = static_cast<std::int32_t>(p);
       }
     }
-    if (layout.structured >= 0 && !ParseBool(fields[static_cast<std::size_t>(layout.structured)], &r.structured_output)) {
-      return im.Reject(number, Problem::kBadValue, fmt::format("structured flag {} is not true/false/1/0",
-                                                               Shown(fields[static_cast<std::size_t>(layout.structured)])));
+    if (layout.structured >= 0 &&
+        !ParseBool(fields[static_cast<std::size_t>(layout.structured)], &r.structured_output)) {
+      return im.Reject(number, Problem::kBadValue,
+                       fmt::format("structured flag {} is not true/false/1/0",
+                                   Shown(fields[static_cast<std::size_t>(layout.structured)])));
     }
     bool stop = false;
     if (!im.Arrival(number, t, &r.arrival_s, &stop)) return !stop;
@@ -1223,123 +1357,227 @@ bool CsvImport(Import& im, TraceFormat format, const ReadFn& read) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ShareGPT: a JSON array of conversations. There are no timestamps (every request arrives at 0,
-// arrivals_known = false) and no token counts (estimated from text). Each human turn followed by
-// a model reply becomes one request whose prompt is the conversation so far.
+// ShareGPT: a JSON array of conversations, or one conversation per line (JSONL). There are no
+// timestamps (every request arrives at 0, arrivals_known = false) and no token counts (estimated
+// from text). Each human turn followed by a model reply becomes one request whose prompt is the
+// conversation so far.
 
-bool ShareGptImport(Import& im, std::string_view content) {
+struct ShareGptState {
+  std::uint64_t index = 0;     // conversations seen
+  std::uint64_t trailing = 0;  // user turns without a reply
+  std::string joined;
+};
+
+void StartShareGpt(Import& im) {
   ImportReport& report = im.report();
   report.arrivals_known = false;
   report.block_tokens = TextBlockTokens(im.options());
-  report.notes.push_back("ShareGPT has no timestamps: every request arrives at 0 (arrivals unknown)");
+  report.notes.push_back(
+      "ShareGPT has no timestamps: every request arrives at 0 (arrivals unknown)");
   report.notes.push_back("ShareGPT has no token counts: lengths are estimated as ceil(bytes / 4)");
+}
+
+void FinishShareGpt(Import& im, const ShareGptState& st) {
+  if (st.trailing > 0) {
+    im.report().notes.push_back(fmt::format(
+        "{} user turns have no model reply after them and are not requests", st.trailing));
+  }
+}
+
+// One conversation object. `where` names it in messages ("f.json: conversation 3" or "f.jsonl:3");
+// its rows carry `line` as their source line. Returns false when the import must stop.
+bool ShareGptConversation(Import& im, ShareGptState& st, dom::object obj, const std::string& where,
+                          std::uint64_t line) {
+  ImportReport& report = im.report();
+  std::string id = std::to_string(st.index);
+  std::string_view s;
+  std::uint64_t n;
+  if (obj["id"].get_string().get(s) == simdjson::SUCCESS)
+    id = std::string(s);
+  else if (obj["id"].get_uint64().get(n) == simdjson::SUCCESS)
+    id = std::to_string(n);
+  const std::string named = where + " (id " + Shown(id) + ")";
+  dom::array turns;
+  if (obj["conversations"].get_array().get(turns) != simdjson::SUCCESS &&
+      obj["messages"].get_array().get(turns) != simdjson::SUCCESS) {
+    return im.RejectAt(named, Problem::kMissingField,
+                       "no \"conversations\" (or \"messages\") array");
+  }
+  // Validate first, so a bad turn rejects the whole conversation and emits nothing of it.
+  std::vector<std::pair<std::string_view, std::string_view>> messages;  // role, text
+  std::string problem;
+  for (dom::element turn : turns) {
+    std::string_view from, value;
+    if ((turn["from"].get_string().get(from) != simdjson::SUCCESS &&
+         turn["role"].get_string().get(from) != simdjson::SUCCESS) ||
+        (turn["value"].get_string().get(value) != simdjson::SUCCESS &&
+         turn["content"].get_string().get(value) != simdjson::SUCCESS)) {
+      problem = fmt::format("turn {} has no string \"from\" and \"value\"", messages.size());
+      break;
+    }
+    messages.emplace_back(from, value);
+  }
+  if (!problem.empty()) return im.RejectAt(named, Problem::kBadValue, problem);
+  auto role_of = [](std::string_view from) -> std::string_view {
+    if (from == "human" || from == "user") return "user";
+    if (from == "system") return "system";
+    return "assistant";  // gpt, chatgpt, bard, bing, assistant, ...
+  };
+  st.joined.clear();
+  std::size_t bytes = 0;
+  std::uint32_t turn_index = 0;
+  TraceRequest r;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const std::string_view role = role_of(messages[i].first);
+    st.joined.append(role).append("\n").append(messages[i].second).append("\n");
+    bytes += messages[i].second.size();
+    if (im.options().keep_text)
+      r.messages.push_back(ChatMessage{std::string(role), std::string(messages[i].second)});
+    if (role != "user") continue;
+    if (i + 1 >= messages.size() || role_of(messages[i + 1].first) != "assistant") {
+      ++st.trailing;
+      continue;
+    }
+    TraceRequest out;
+    out.arrival_s = 0;
+    out.input_tokens = EstimateTokens(bytes);
+    out.output_tokens = EstimateTokens(messages[i + 1].second.size());
+    out.tokens_estimated = true;
+    out.session_id = id;
+    out.turn = turn_index++;
+    if (im.options().keep_text) out.messages = r.messages;
+    out.prefix_hashes = TextBlockIds(st.joined, report.block_tokens);
+    im.Emit(out, line);
+  }
+  return true;
+}
+
+// One line of ShareGPT JSONL: one conversation object.
+bool ShareGptLine(Import& im, ShareGptState& st, std::string_view line, std::uint64_t number) {
+  bool stop = false;
+  dom::object obj;
+  ++st.index;
+  if (!ParseLineObject(im, line, number, &obj, &stop)) return !stop;
+  return ShareGptConversation(im, st, obj, im.Where(number), number);
+}
+
+// Where a JSON document stops being valid, for a message: "line L, column C (byte B): what", and
+// whether the document simply ends too early (a truncated file). The fast parser does not say
+// where; this runs only after it failed, so its cost does not matter.
+std::string JsonErrorPosition(std::string_view content, bool* truncated) {
+  *truncated = false;
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(content.begin(), content.end());
+    static_cast<void>(parsed);
+  } catch (const nlohmann::json::parse_error& e) {
+    const std::size_t byte =
+        std::min<std::size_t>(e.byte, content.size());  // 1-based: the byte that failed
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < byte; ++i) {
+      if (content[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    if (const std::size_t colon = what.find(": "); colon != std::string::npos)
+      what = what.substr(colon + 2);
+    *truncated =
+        byte >= content.size() || what.find("unexpected end of input") != std::string::npos;
+    return fmt::format("line {}, column {} (byte {}): {}", line, column, byte, what);
+  } catch (const nlohmann::json::exception&) {
+  }
+  return {};
+}
+
+bool ShareGptImport(Import& im, std::string_view content) {
+  StartShareGpt(im);
+  if (content.size() >= 3 && content.substr(0, 3) == "\xEF\xBB\xBF")
+    content.remove_prefix(3);  // byte order mark
   simdjson::padded_string padded(content);
   dom::element root;
-  if (im.parser().parse(padded).get(root) != simdjson::SUCCESS) {
-    im.Fail(ErrorCode::kInvalidInput, im.name() + ": not valid JSON (ShareGPT is one JSON array)");
+  if (const simdjson::error_code code = im.parser().parse(padded).get(root);
+      code != simdjson::SUCCESS) {
+    bool truncated = false;
+    const std::string where = JsonErrorPosition(content, &truncated);
+    im.Fail(
+        ErrorCode::kInvalidInput,
+        where.empty()
+            ? fmt::format(
+                  "{}: not valid JSON ({}; ShareGPT is one JSON array, or one conversation a line)",
+                  im.name(), simdjson::error_message(code))
+            : fmt::format("{}: not valid JSON at {}{}", im.name(), where,
+                          truncated ? " (the file ends there: truncated?)" : ""));
     return false;
   }
   dom::array conversations;
   if (root.get_array().get(conversations) != simdjson::SUCCESS) {
-    im.Fail(ErrorCode::kInvalidInput, im.name() + ": the top level is not an array of conversations");
+    im.Fail(ErrorCode::kInvalidInput,
+            im.name() + ": the top level is not an array of conversations");
     return false;
   }
-  std::uint64_t index = 0, trailing = 0;
-  std::string joined;
+  ShareGptState st;
   for (dom::element conversation : conversations) {
-    ++index;
-    ++report.lines;
-    const std::string where = fmt::format("{}: conversation {}", im.name(), index);
+    ++st.index;
+    ++im.report().lines;
+    const std::string where = fmt::format("{}: conversation {}", im.name(), st.index);
     dom::object obj;
     if (conversation.get_object().get(obj) != simdjson::SUCCESS) {
       if (!im.RejectAt(where, Problem::kBadValue, "not an object")) return false;
       continue;
     }
-    std::string id = std::to_string(index);
-    std::string_view s;
-    std::uint64_t n;
-    if (obj["id"].get_string().get(s) == simdjson::SUCCESS) id = std::string(s);
-    else if (obj["id"].get_uint64().get(n) == simdjson::SUCCESS) id = std::to_string(n);
-    dom::array turns;
-    if (obj["conversations"].get_array().get(turns) != simdjson::SUCCESS &&
-        obj["messages"].get_array().get(turns) != simdjson::SUCCESS) {
-      if (!im.RejectAt(where, Problem::kMissingField, "no \"conversations\" array")) return false;
-      continue;
-    }
-    // Validate first, so a bad turn rejects the whole conversation and emits nothing of it.
-    std::vector<std::pair<std::string_view, std::string_view>> messages;  // role, text
-    std::string problem;
-    for (dom::element turn : turns) {
-      std::string_view from, value;
-      if ((turn["from"].get_string().get(from) != simdjson::SUCCESS &&
-           turn["role"].get_string().get(from) != simdjson::SUCCESS) ||
-          (turn["value"].get_string().get(value) != simdjson::SUCCESS &&
-           turn["content"].get_string().get(value) != simdjson::SUCCESS)) {
-        problem = fmt::format("turn {} has no string \"from\" and \"value\"", messages.size());
-        break;
-      }
-      messages.emplace_back(from, value);
-    }
-    if (!problem.empty()) {
-      if (!im.RejectAt(where + " (id " + Shown(id) + ")", Problem::kBadValue, problem)) return false;
-      continue;
-    }
-    auto role_of = [](std::string_view from) -> std::string_view {
-      if (from == "human" || from == "user") return "user";
-      if (from == "system") return "system";
-      return "assistant";  // gpt, chatgpt, bard, bing, assistant, ...
-    };
-    joined.clear();
-    std::size_t bytes = 0;
-    std::uint32_t turn_index = 0;
-    TraceRequest r;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      const std::string_view role = role_of(messages[i].first);
-      joined.append(role).append("\n").append(messages[i].second).append("\n");
-      bytes += messages[i].second.size();
-      if (im.options().keep_text) r.messages.push_back(ChatMessage{std::string(role), std::string(messages[i].second)});
-      if (role != "user") continue;
-      if (i + 1 >= messages.size() || role_of(messages[i + 1].first) != "assistant") {
-        ++trailing;
-        continue;
-      }
-      TraceRequest out;
-      out.arrival_s = 0;
-      out.input_tokens = EstimateTokens(bytes);
-      out.output_tokens = EstimateTokens(messages[i + 1].second.size());
-      out.tokens_estimated = true;
-      out.session_id = id;
-      out.turn = turn_index++;
-      if (im.options().keep_text) out.messages = r.messages;
-      out.prefix_hashes = TextBlockIds(joined, report.block_tokens);
-      im.Emit(out, index);
-    }
+    if (!ShareGptConversation(im, st, obj, where, st.index)) return false;
   }
-  if (trailing > 0) {
-    report.notes.push_back(fmt::format("{} user turns have no model reply after them and are not requests", trailing));
-  }
+  FinishShareGpt(im, st);
   return true;
+}
+
+// True when the content (after a byte order mark and white space) starts a JSON array.
+bool IsJsonArray(std::string_view head) {
+  if (head.size() >= 3 && head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && head[first] == '[';
 }
 
 // ---------------------------------------------------------------------------------------------
 
-Result<ImportReport> Run(std::string_view name, const ImportOptions& options, const RowCallback& on_row,
-                         const ReadFn& read, std::string_view head,
-                         const std::function<Result<std::string>()>& read_all) {
+// How many bytes of the input format detection looks at: enough for the first line of any
+// row-per-line format; a longer first line is judged on its first bytes.
+constexpr std::size_t kHeadBytes = std::size_t{1} << 16;
+
+Result<ImportReport> Run(const ImportOptions& options, const RowCallback& on_row,
+                         TraceInput& input) {
+  const std::string_view name = input.name();
   ImportReport report;
   report.source = std::string(name);
+  Result<std::string_view> head = input.Head(kHeadBytes);
+  if (!head.ok()) return head.error();
   TraceFormat format = options.format;
   if (format == TraceFormat::kAuto) {
-    Result<TraceFormat> detected = DetectTraceFormat(head, name);
+    Result<TraceFormat> detected = DetectTraceFormat(*head, name);
     if (!detected.ok()) return detected.error();
     format = *detected;
     if (format == TraceFormat::kCsv && options.columns.time.empty()) {
-      return MakeError(ErrorCode::kInvalidInput,
-                       fmt::format("{}: the CSV header is not Azure's or BurstGPT's; pass --format csv "
-                                   "--columns time=COL,input=COL,output=COL",
-                                   name));
+      return MakeError(
+          ErrorCode::kInvalidInput,
+          fmt::format("{}: the CSV header is not Azure's or BurstGPT's; pass --format csv "
+                      "--columns time=COL,input=COL,output=COL",
+                      name));
     }
   }
+  if (input.compression() != Compression::kNone) {
+    report.notes.push_back(
+        fmt::format("read {}-compressed input", CompressionName(input.compression())));
+  }
+  std::optional<Error> read_error;
+  const ReadFn read = [&input, &read_error](char* dst, std::size_t n) -> std::size_t {
+    Result<std::size_t> got = input.Read(dst, n);
+    if (got.ok()) return *got;
+    read_error = got.error();
+    return static_cast<std::size_t>(-1);
+  };
   report.format = format;
   if (format == TraceFormat::kMooncake) {
     report.block_tokens = options.block_tokens != 0 ? options.block_tokens : kMooncakeBlockTokens;
@@ -1352,16 +1590,29 @@ Result<ImportReport> Run(std::string_view name, const ImportOptions& options, co
       CsvImport(im, format, read);
       break;
     case TraceFormat::kShareGpt: {
-      Result<std::string> all = read_all();
-      if (!all.ok()) return all.error();
-      ShareGptImport(im, *all);
+      if (IsJsonArray(*head)) {
+        Result<std::string> all = input.ReadAll();
+        if (!all.ok()) return all.error();
+        ShareGptImport(im, *all);
+        break;
+      }
+      // One conversation per line (JSONL).
+      ShareGptState st;
+      StartShareGpt(im);
+      const bool ok = ForEachLine(read, [&](std::string_view line, std::uint64_t number, bool) {
+        ++report.lines;
+        if (im.Blank(line, number)) return true;
+        return ShareGptLine(im, st, line, number);
+      });
+      if (!ok && !im.failed()) im.Fail(ErrorCode::kIo, std::string(name) + ": read failed");
+      if (!im.failed()) FinishShareGpt(im, st);
       break;
     }
     default: {
       JsonlState st;
-      const bool ok = ForEachLine(read, [&](std::string_view line, std::uint64_t number) {
+      const bool ok = ForEachLine(read, [&](std::string_view line, std::uint64_t number, bool) {
         ++report.lines;
-        if (IsBlank(line)) return true;
+        if (im.Blank(line, number)) return true;
         if (format == TraceFormat::kMooncake) return MooncakeRow(im, st, line, number);
         if (format == TraceFormat::kTrace) return TraceRow(im, st, line, number);
         return OpenAiLogRow(im, st, line, number);
@@ -1370,9 +1621,12 @@ Result<ImportReport> Run(std::string_view name, const ImportOptions& options, co
       break;
     }
   }
+  if (read_error) return *read_error;  // a read or decompression error explains a stop best
   if (im.failed()) return im.TakeError();
+  im.NoteBlankLines();
   if (report.rows == 0) {
-    std::string why = report.lines == 0 ? "the file is empty" : fmt::format("{} lines read", report.lines);
+    std::string why =
+        report.lines == 0 ? "the file is empty" : fmt::format("{} lines read", report.lines);
     if (report.SkippedTotal() > 0) why += ", " + report.SkippedSummary();
     return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: no usable rows ({})", name, why));
   }
@@ -1389,21 +1643,30 @@ Result<ImportReport> Run(std::string_view name, const ImportOptions& options, co
 
 const char* TraceFormatName(TraceFormat format) {
   switch (format) {
-    case TraceFormat::kAuto: return "auto";
-    case TraceFormat::kTrace: return "trace";
-    case TraceFormat::kMooncake: return "mooncake";
-    case TraceFormat::kAzureCsv: return "azure-csv";
-    case TraceFormat::kBurstGptCsv: return "burstgpt-csv";
-    case TraceFormat::kShareGpt: return "sharegpt";
-    case TraceFormat::kCsv: return "csv";
-    case TraceFormat::kOpenAiLog: return "openai-log";
+    case TraceFormat::kAuto:
+      return "auto";
+    case TraceFormat::kTrace:
+      return "trace";
+    case TraceFormat::kMooncake:
+      return "mooncake";
+    case TraceFormat::kAzureCsv:
+      return "azure-csv";
+    case TraceFormat::kBurstGptCsv:
+      return "burstgpt-csv";
+    case TraceFormat::kShareGpt:
+      return "sharegpt";
+    case TraceFormat::kCsv:
+      return "csv";
+    case TraceFormat::kOpenAiLog:
+      return "openai-log";
   }
   return "?";
 }
 
 Result<TraceFormat> ParseTraceFormat(std::string_view name) {
-  for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kTrace, TraceFormat::kMooncake, TraceFormat::kAzureCsv,
-                        TraceFormat::kBurstGptCsv, TraceFormat::kShareGpt, TraceFormat::kCsv, TraceFormat::kOpenAiLog}) {
+  for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kTrace, TraceFormat::kMooncake,
+                        TraceFormat::kAzureCsv, TraceFormat::kBurstGptCsv, TraceFormat::kShareGpt,
+                        TraceFormat::kCsv, TraceFormat::kOpenAiLog}) {
     if (name == TraceFormatName(f)) return f;
   }
   return MakeError(ErrorCode::kInvalidInput,
@@ -1418,7 +1681,8 @@ Result<TimeUnit> ParseTimeUnit(std::string_view name) {
   if (name == "ms") return TimeUnit::kMillis;
   if (name == "us") return TimeUnit::kMicros;
   if (name == "ns") return TimeUnit::kNanos;
-  return MakeError(ErrorCode::kInvalidInput, fmt::format("unknown time unit {} (one of: auto, s, ms, us, ns)", Shown(name)));
+  return MakeError(ErrorCode::kInvalidInput,
+                   fmt::format("unknown time unit {} (one of: auto, s, ms, us, ns)", Shown(name)));
 }
 
 Result<CsvColumns> ParseCsvColumns(std::string_view spec) {
@@ -1429,19 +1693,27 @@ Result<CsvColumns> ParseCsvColumns(std::string_view spec) {
     spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
-      return MakeError(ErrorCode::kInvalidInput, fmt::format("column mapping {} is not ROLE=COLUMN", Shown(item)));
+      return MakeError(ErrorCode::kInvalidInput,
+                       fmt::format("column mapping {} is not ROLE=COLUMN", Shown(item)));
     }
     const std::string_view role = Trim(item.substr(0, eq));
     const std::string column(Trim(item.substr(eq + 1)));
-    std::string* slot = role == "time" ? &c.time : role == "input" ? &c.input : role == "output" ? &c.output
-                      : role == "session" ? &c.session : role == "turn" ? &c.turn : role == "model" ? &c.model
-                      : role == "priority" ? &c.priority : role == "group" ? &c.group
-                      : role == "structured" ? &c.structured : nullptr;
+    std::string* slot = role == "time"         ? &c.time
+                        : role == "input"      ? &c.input
+                        : role == "output"     ? &c.output
+                        : role == "session"    ? &c.session
+                        : role == "turn"       ? &c.turn
+                        : role == "model"      ? &c.model
+                        : role == "priority"   ? &c.priority
+                        : role == "group"      ? &c.group
+                        : role == "structured" ? &c.structured
+                                               : nullptr;
     if (slot == nullptr) {
-      return MakeError(ErrorCode::kInvalidInput,
-                       fmt::format("unknown column role {} (one of: time, input, output, session, turn, "
-                                   "model, priority, group, structured)",
-                                   Shown(role)));
+      return MakeError(
+          ErrorCode::kInvalidInput,
+          fmt::format("unknown column role {} (one of: time, input, output, session, turn, "
+                      "model, priority, group, structured)",
+                      Shown(role)));
     }
     *slot = column;
   }
@@ -1477,76 +1749,88 @@ Result<TraceFormat> DetectTraceFormat(std::string_view head, std::string_view na
     if (!line.empty() || nl == std::string_view::npos) break;
     head.remove_prefix(nl + 1);
   }
-  if (line.empty()) return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: no usable rows (the file is empty)", name));
-  if (line.front() == '[') return TraceFormat::kShareGpt;
-  auto has = [&](std::string_view key) { return line.find(key) != std::string_view::npos; };
-  if (line.front() == '{') {
-    if (has("\"bakeoff-trace\"") || has("\"arrival_s\"")) return TraceFormat::kTrace;
-    if (has("\"hash_ids\"") || (has("\"input_length\"") && has("\"output_length\""))) return TraceFormat::kMooncake;
-    if (has("\"messages\"") || has("\"prompt\"") || has("\"body\"") || has("\"request\"")) return TraceFormat::kOpenAiLog;
+  if (line.empty())
     return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("{}:1: cannot tell the JSON format from the first line; pass --format", name));
+                     fmt::format("{}: no usable rows (the file is empty)", name));
+  if (line.front() == '[') return TraceFormat::kShareGpt;
+  if (line.front() == '{') {
+    // The first line's top-level keys when it parses whole; else (a first line longer than the
+    // head, or broken) the keys it mentions anywhere.
+    std::function<bool(std::string_view)> has = [line](std::string_view key) {
+      return line.find(fmt::format("\"{}\"", key)) != std::string_view::npos;
+    };
+    dom::parser parser;
+    dom::object obj;
+    if (parser.parse(line.data(), line.size()).get_object().get(obj) == simdjson::SUCCESS) {
+      has = [obj](std::string_view key) { return obj.at_key(key).error() == simdjson::SUCCESS; };
+      std::string_view format;
+      if (obj["format"].get_string().get(format) == simdjson::SUCCESS &&
+          format == "bakeoff-trace") {
+        return TraceFormat::kTrace;
+      }
+    } else if (has("bakeoff-trace")) {
+      return TraceFormat::kTrace;
+    }
+    if (has("arrival_s")) return TraceFormat::kTrace;
+    if (has("hash_ids") || (has("input_length") && has("output_length")))
+      return TraceFormat::kMooncake;
+    const bool timed = has("timestamp") || has("time");
+    // ShareGPT rows, one conversation a line: "conversations" (ShareGPT's own key), or chat
+    // "messages" with no timestamp, which an OpenAI log row would have.
+    if (has("conversations") || (has("messages") && !timed)) return TraceFormat::kShareGpt;
+    if (has("messages") || has("prompt") || has("body") || has("request"))
+      return TraceFormat::kOpenAiLog;
+    return MakeError(
+        ErrorCode::kInvalidInput,
+        fmt::format("{}:1: cannot tell the JSON format from the first line; pass --format", name));
   }
   CsvSplitter splitter;
   std::vector<std::string_view> header;
   if (splitter.Split(line, &header) && header.size() >= 2) {
-    if (FindColumn(header, "ContextTokens") >= 0 && FindColumn(header, "GeneratedTokens") >= 0) return TraceFormat::kAzureCsv;
-    if (FindColumn(header, "Request tokens") >= 0 && FindColumn(header, "Response tokens") >= 0) return TraceFormat::kBurstGptCsv;
+    if (FindColumn(header, "ContextTokens") >= 0 && FindColumn(header, "GeneratedTokens") >= 0)
+      return TraceFormat::kAzureCsv;
+    if (FindColumn(header, "Request tokens") >= 0 && FindColumn(header, "Response tokens") >= 0)
+      return TraceFormat::kBurstGptCsv;
     return TraceFormat::kCsv;
   }
   return MakeError(ErrorCode::kInvalidInput,
-                   fmt::format("{}:1: cannot tell the format from the first line {}; pass --format", name, Shown(line)));
+                   fmt::format("{}:1: cannot tell the format from the first line {}; pass --format",
+                               name, Shown(line)));
 }
 
-Result<ImportReport> ImportTraceFile(const std::filesystem::path& path, const ImportOptions& options,
-                                     const RowCallback& on_row) {
-  const std::string name = path.string();
-  std::FILE* file = std::fopen(name.c_str(), "rb");
-  if (file == nullptr) {
-    // The file the user named is missing or unreadable: their input is wrong (exit 2 everywhere).
-    return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: cannot open: {}", name, std::strerror(errno)));
-  }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
-  char head[4096];
-  const std::size_t head_size = std::fread(head, 1, sizeof head, file);
-  std::rewind(file);
-  const ReadFn read = [file](char* dst, std::size_t n) -> std::size_t {
-    const std::size_t got = std::fread(dst, 1, n, file);
-    if (got == 0 && std::ferror(file)) return static_cast<std::size_t>(-1);
-    return got;
-  };
-  return Run(name, options, on_row, read, std::string_view(head, head_size),
-             [&path]() { return ReadFile(path); });
+Result<ImportReport> ImportTraceFile(const std::filesystem::path& path,
+                                     const ImportOptions& options, const RowCallback& on_row) {
+  Result<std::unique_ptr<TraceInput>> input = TraceInput::Open(path);
+  if (!input.ok()) return input.error();
+  return Run(options, on_row, **input);
 }
 
 Result<ImportReport> ImportTraceBuffer(std::string_view content, std::string_view name,
                                        const ImportOptions& options, const RowCallback& on_row) {
-  std::size_t offset = 0;
-  const ReadFn read = [&](char* dst, std::size_t n) {
-    const std::size_t got = std::min(n, content.size() - offset);
-    std::memcpy(dst, content.data() + offset, got);
-    offset += got;
-    return got;
-  };
-  return Run(name, options, on_row, read, content.substr(0, 4096),
-             [content]() -> Result<std::string> { return std::string(content); });
+  Result<std::unique_ptr<TraceInput>> input = TraceInput::FromBuffer(content, name);
+  if (!input.ok()) return input.error();
+  return Run(options, on_row, **input);
 }
 
-Result<Trace> LoadTrace(const std::filesystem::path& path, const ImportOptions& options, ImportReport* report) {
+Result<Trace> LoadTrace(const std::filesystem::path& path, const ImportOptions& options,
+                        ImportReport* report) {
   Trace trace;
-  Result<ImportReport> imported =
-      ImportTraceFile(path, options, [&trace](const TraceRequest& r, std::uint32_t) { trace.requests.push_back(r); });
+  Result<ImportReport> imported = ImportTraceFile(
+      path, options,
+      [&trace](const TraceRequest& r, std::uint32_t) { trace.requests.push_back(r); });
   if (!imported.ok()) return imported.error();
-  std::stable_sort(trace.requests.begin(), trace.requests.end(),
-                   [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(
+      trace.requests.begin(), trace.requests.end(),
+      [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
   const double first = trace.requests.front().arrival_s;
   for (TraceRequest& r : trace.requests) r.arrival_s -= first;
-  trace.source = fmt::format("{} ({})", path.string(), TraceFormatName(imported->format));
+  trace.source = fmt::format("{} ({})", TraceInputName(path), TraceFormatName(imported->format));
   trace.block_tokens = imported->block_tokens;
   trace.arrivals_known = imported->arrivals_known;
   if (imported->origin_unix_ns) {
     // The import's origin is the first row in file order; arrivals now start at the earliest.
-    trace.origin_unix_ns = *imported->origin_unix_ns + static_cast<std::int64_t>(std::llround(first * 1e9));
+    trace.origin_unix_ns =
+        *imported->origin_unix_ns + static_cast<std::int64_t>(std::llround(first * 1e9));
   }
   if (report != nullptr) *report = std::move(*imported);
   return trace;

@@ -1,18 +1,21 @@
 // workload/synthesis.cc
 //
 // Owns: the synthesis model of docs/workloads.md ("Synthesis"): a renewal process of events
-// (single requests or session starts) with Gamma gaps and batches of zero gaps (the fingerprint's
-// batch sizes), time-warped through the fingerprint's rate profile (or diurnal shape) after the
-// counting noise is taken out of it, so that the rate over time and the peak-to-mean ratios over
-// every window come back; lengths drawn as (input, output) pairs through a Gaussian copula on
-// quantile functions rebuilt from the fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
-// is fitted to the fingerprint's ideal prefix-cache share, plus session history. Also the YAML
-// shape parser and the time transforms.
+// (single requests or session starts) with Gamma gaps (beyond Gamma's reach, stratified draws
+// from the source's own gap quantiles, their spread fitted by simulation) and batches of zero
+// gaps (the fingerprint's batch sizes), time-warped through the fingerprint's rate profile (or
+// diurnal shape) after the counting noise is taken out of it, so that the rate over time and the
+// peak-to-mean ratios over every window come back; lengths drawn as (input, output) pairs through a
+// Gaussian copula on quantile functions rebuilt from the fingerprint's percentiles and log2
+// histogram; prefix ids from shared group prefixes whose length is fitted to the fingerprint's
+// ideal prefix-cache share, plus session history. Also the YAML shape parser and the time
+// transforms.
 #include "workload/synthesis.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 
@@ -32,10 +35,18 @@ constexpr std::uint32_t kDefaultBlockTokens = 512;
 constexpr std::uint64_t kMaxDefaultGroups = 256;
 constexpr std::uint64_t kDefaultGroups = 16;
 constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the non-zero gaps
+// Below this Gamma shape (CV above 1.8) a Gamma draw puts a visible share of gaps below the
+// arrivals' resolution (and, below shape 0.01, below 1e-100 s), which would become same-instant
+// arrivals the source does not have; the source's own gap distribution is used instead.
+constexpr double kMinGammaShape = 0.3;
+constexpr double kArrivalTicksPerSecond = 1e6;  // synthesized arrivals are whole microseconds
+constexpr std::size_t kMinGapStrata = 1024, kMaxGapStrata = 65536;
 constexpr double kHour = 3600;
 constexpr double kDay = 86400;
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
+Error Invalid(std::string message) {
+  return MakeError(ErrorCode::kInvalidInput, std::move(message));
+}
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
@@ -43,16 +54,17 @@ double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 class QuantileFunction {
  public:
   QuantileFunction() = default;
-  explicit QuantileFunction(std::vector<std::pair<double, double>> knots) : knots_(std::move(knots)) {
+  explicit QuantileFunction(std::vector<std::pair<double, double>> knots)
+      : knots_(std::move(knots)) {
     for (auto& [p, v] : knots_) v = std::log1p(std::max(0.0, v));
   }
   // A distribution from a fingerprint: its percentiles, with the histogram's bucket edges between.
   static QuantileFunction FromLengths(const LengthDistribution& d) {
     const stats::Summary& s = d.summary;
     if (s.count == 0) return QuantileFunction({{0, 0}, {1, 0}});
-    std::vector<std::pair<double, double>> q = {{0, s.min},           {0.5, s.p50.value}, {0.9, s.p90.value},
-                                                {0.95, s.p95.value},  {0.99, s.p99.value}, {0.999, s.p999.value},
-                                                {1, s.max}};
+    std::vector<std::pair<double, double>> q = {
+        {0, s.min},          {0.5, s.p50.value},    {0.9, s.p90.value}, {0.95, s.p95.value},
+        {0.99, s.p99.value}, {0.999, s.p999.value}, {1, s.max}};
     for (std::size_t i = 1; i < q.size(); ++i) q[i].second = std::max(q[i].second, q[i - 1].second);
     std::uint64_t n = 0;
     for (const std::uint64_t c : d.log2_counts) n += c;
@@ -61,9 +73,11 @@ class QuantileFunction {
     for (std::size_t b = 0; n > 0 && b + 1 < d.log2_counts.size(); ++b) {
       below += d.log2_counts[b];
       const double p = static_cast<double>(below) / static_cast<double>(n);
-      const double edge = static_cast<double>(std::uint64_t{1} << b) - 0.5;  // between buckets b and b+1
+      const double edge =
+          static_cast<double>(std::uint64_t{1} << b) - 0.5;  // between buckets b and b+1
       // Keep the edge only where it sits strictly between the percentile knots around it.
-      auto hi = std::upper_bound(q.begin(), q.end(), p, [](double x, const auto& k) { return x < k.first; });
+      auto hi = std::upper_bound(q.begin(), q.end(), p,
+                                 [](double x, const auto& k) { return x < k.first; });
       if (hi == q.begin() || hi == q.end()) continue;
       const auto lo = std::prev(hi);
       if (p <= lo->first || p >= hi->first || edge < lo->second || edge > hi->second) continue;
@@ -101,7 +115,8 @@ class QuantileFunction {
     if (knots_.empty()) return 0;
     if (u <= knots_.front().first) return knots_.front().second;
     if (u >= knots_.back().first) return knots_.back().second;
-    auto hi = std::upper_bound(knots_.begin(), knots_.end(), u, [](double x, const auto& k) { return x < k.first; });
+    auto hi = std::upper_bound(knots_.begin(), knots_.end(), u,
+                               [](double x, const auto& k) { return x < k.first; });
     const auto lo = std::prev(hi);
     const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
     return lo->second + w * (hi->second - lo->second);
@@ -179,7 +194,8 @@ class BatchSizes {
   std::uint32_t Draw(Rng& rng) const {
     if (sizes_.size() == 1) return sizes_.front();
     const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), rng.Uniform());
-    return sizes_[std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()), sizes_.size() - 1)];
+    return sizes_[std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()),
+                                        sizes_.size() - 1)];
   }
   double mean() const { return mean_; }
   double variance() const { return variance_; }
@@ -201,7 +217,8 @@ class RateProfile {
   // REQUIRES: widths > 0, multipliers >= 0 with a positive integral.
   RateProfile(const std::vector<double>& widths, const std::vector<double>& multipliers) {
     double length = 0, mass = 0;
-    for (std::size_t k = 0; k < widths.size(); ++k) length += widths[k], mass += widths[k] * multipliers[k];
+    for (std::size_t k = 0; k < widths.size(); ++k)
+      length += widths[k], mass += widths[k] * multipliers[k];
     double t = 0, u = 0;
     for (std::size_t k = 0; k < widths.size(); ++k) {
       const double m = multipliers[k] * length / mass;
@@ -255,8 +272,8 @@ class RateProfile {
 // sqrt(max(0, 1 - noise / observed)) of that level: what is left, plus the process's own noise,
 // has the observed variance at every dyadic time scale, so peaks over windows of every length
 // come out as observed instead of with the noise counted twice.
-std::vector<double> RemoveCountingNoise(const std::vector<double>& rates, const std::vector<double>& widths,
-                                        double dispersion) {
+std::vector<double> RemoveCountingNoise(const std::vector<double>& rates,
+                                        const std::vector<double>& widths, double dispersion) {
   const std::size_t n = rates.size();
   std::size_t size = 1;
   while (size < n) size *= 2;
@@ -297,6 +314,89 @@ std::vector<double> RemoveCountingNoise(const std::vector<double>& rates, const 
   return value;
 }
 
+// Non-zero gaps drawn from a source's own gap distribution, for burstiness beyond what a Gamma
+// draw can give (kMinGammaShape): a quantile function through the fingerprint's gap percentiles
+// (linear in log(gap) between them) with one "spread" parameter x that widens or narrows it in
+// log space (SetSpread), normalized to mean 1. Draws are stratified: each run of `strata` draws
+// takes every stratum [i/K, (i+1)/K) once, in random order, at a uniform place in it, so that the
+// realized mean and CV (dominated by a few very long gaps at such burstiness) do not wander with
+// the sampling noise of independent draws.
+class GapTable {
+ public:
+  static constexpr double kTailFrom = 0.99;  // the tail that SetSpread(x >= 0) reshapes
+  // `knots`: (probability, gap) of the non-zero gaps, probability ascending from 0 to 1, gaps > 0
+  // and non-decreasing. REQUIRES: knots.size() >= 2, strata >= 2.
+  GapTable(const std::vector<std::pair<double, double>>& knots, std::size_t strata)
+      : logs_(strata + 1) {
+    for (std::size_t i = 0; i <= strata; ++i) {
+      const double u = static_cast<double>(i) / static_cast<double>(strata);
+      auto hi = std::upper_bound(knots.begin(), knots.end(), u,
+                                 [](double x, const auto& k) { return x < k.first; });
+      if (hi == knots.end()) {
+        logs_[i] = std::log(knots.back().second);
+        continue;
+      }
+      const auto lo = hi == knots.begin() ? hi : std::prev(hi);
+      const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
+      logs_[i] = std::log(lo->second) + w * (std::log(hi->second) - std::log(lo->second));
+    }
+    SetSpread(1);
+  }
+  // x >= 0: the body below the 99th percentile as the source's, the tail above it raised to the
+  // power x around it (1: as the source's; 0: flat). -1 <= x < 0: the tail flat and the whole
+  // raised to the power 1 + x around the median (-1: constant). The CV grows with x.
+  void SetSpread(double x) {
+    const std::size_t strata = logs_.size() - 1;
+    const auto tail = static_cast<std::size_t>(kTailFrom * static_cast<double>(strata));
+    const double pivot = logs_[tail], median = logs_[strata / 2];
+    edges_.resize(logs_.size());
+    for (std::size_t i = 0; i <= strata; ++i) {
+      double l = logs_[i];
+      if (i > tail) l = pivot + std::max(x, 0.0) * (l - pivot);
+      if (x < 0) l = median + (1 + x) * (l - median);
+      edges_[i] = std::exp(l - median);
+    }
+    double m1 = 0, m2 = 0;  // moments of a uniform place in each stratum, linear between its edges
+    for (std::size_t i = 0; i < strata; ++i) {
+      m1 += (edges_[i] + edges_[i + 1]) / 2;
+      m2 += (edges_[i] * edges_[i] + edges_[i] * edges_[i + 1] + edges_[i + 1] * edges_[i + 1]) / 3;
+    }
+    m1 /= static_cast<double>(strata);
+    m2 /= static_cast<double>(strata);
+    cv2_ = m2 / (m1 * m1) - 1;
+    for (double& e : edges_) e /= m1;
+  }
+  std::size_t strata() const { return edges_.size() - 1; }
+  double cv2() const { return cv2_; }
+  // A gap of stratum i, mean 1 over all strata.
+  double Draw(std::size_t i, Rng& rng) const {
+    return edges_[i] + rng.Uniform() * (edges_[i + 1] - edges_[i]);
+  }
+
+ private:
+  std::vector<double> logs_;   // log of the source's quantile function at i / strata
+  std::vector<double> edges_;  // the quantile function in use at i / strata, mean 1
+  double cv2_ = 0;
+};
+
+// Which stratum of a GapTable the next draw takes: a fresh random order of all strata per run.
+class StratumSchedule {
+ public:
+  std::size_t Next(std::size_t strata, Rng& rng) {
+    if (next_ == order_.size()) {
+      order_.resize(strata);
+      for (std::size_t i = 0; i < strata; ++i) order_[i] = static_cast<std::uint32_t>(i);
+      for (std::size_t i = strata; i > 1; --i) std::swap(order_[i - 1], order_[rng.Below(i)]);
+      next_ = 0;
+    }
+    return order_[next_++];
+  }
+
+ private:
+  std::vector<std::uint32_t> order_;
+  std::size_t next_ = 0;
+};
+
 // Everything synthesis needs, from a fingerprint or a shape.
 struct Model {
   std::string source;
@@ -305,8 +405,9 @@ struct Model {
   double event_rate = 0;  // events (single requests or session starts) per second; 0: all at 0
   double tied_share = 0;  // share of zero gaps between events (without batch sizes)
   std::optional<BatchSizes> batches;  // events at one instant; replaces tied_share's schedule
-  double gap_shape = 1;   // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
-  RateProfile profile;    // the rate over time; flat by default
+  double gap_shape = 1;  // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
+  std::shared_ptr<const GapTable> gap_table;  // when set, non-zero gaps come from it, not Gamma
+  RateProfile profile;                        // the rate over time; flat by default
   std::optional<LengthSampler> lengths;
   // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
   // fixed (prefix_blocks) or fitted to `target_reuse`.
@@ -355,7 +456,8 @@ class TieSchedule {
     const auto ties = static_cast<std::size_t>(std::floor(want));
     carry_ = want - static_cast<double>(ties);
     chunk_.assign(kTieChunk, 0);
-    std::fill(chunk_.begin(), chunk_.begin() + static_cast<std::ptrdiff_t>(std::min(ties, kTieChunk)), 1);
+    std::fill(chunk_.begin(),
+              chunk_.begin() + static_cast<std::ptrdiff_t>(std::min(ties, kTieChunk)), 1);
     for (std::size_t i = kTieChunk - 1; i > 0; --i) std::swap(chunk_[i], chunk_[rng.Below(i + 1)]);
     next_ = 0;
   }
@@ -387,7 +489,8 @@ class BatchSchedule {
 };
 
 // The gap before the next event, in operational time (RateProfile).
-double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches, Rng& rng) {
+double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches,
+                 StratumSchedule& strata, Rng& rng) {
   if (m.event_rate <= 0) return 0;
   double mean;
   if (batches) {
@@ -397,15 +500,19 @@ double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>
     if (ties.Next(rng)) return 0;
     mean = 1 / (m.event_rate * (1 - m.tied_share));
   }
+  if (m.gap_table) return mean * m.gap_table->Draw(strata.Next(m.gap_table->strata(), rng), rng);
   if (m.gap_shape <= 0) return mean;
   return rng.Gamma(m.gap_shape, mean / m.gap_shape);
 }
 
-std::uint32_t Blocks(std::uint32_t tokens, std::uint32_t block) { return (tokens + block - 1) / block; }
+std::uint32_t Blocks(std::uint32_t tokens, std::uint32_t block) {
+  return (tokens + block - 1) / block;
+}
 
 // Served tokens of an ideal cache for a request of `in` tokens whose first `hist_blocks` blocks
 // repeat its session's previous turn and whose first `prefix_blocks` are its group's.
-double Served(std::uint32_t in, std::uint32_t hist_blocks, std::uint32_t prefix_blocks, std::uint32_t block) {
+double Served(std::uint32_t in, std::uint32_t hist_blocks, std::uint32_t prefix_blocks,
+              std::uint32_t block) {
   const double hist = std::min<double>(static_cast<double>(hist_blocks) * block, in);
   const double pre = std::min<double>(static_cast<double>(prefix_blocks) * block, in);
   return std::max(hist, pre);
@@ -416,7 +523,8 @@ std::uint32_t PrefixBlocksOf(const Draft& d, double x) {
   return static_cast<std::uint32_t>(whole) + (d.extra_u < x - whole ? 1u : 0u);
 }
 
-Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::optional<std::uint64_t> default_requests,
+Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
+                         std::optional<std::uint64_t> default_requests,
                          std::optional<double> default_duration) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
   // With a window, the window bounds generation and the request count applies after it.
@@ -429,28 +537,34 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   }
   if (!count && !gen_end) return Invalid("say how much to make: requests or a duration");
   if (m.event_rate <= 0 && !count) {
-    return Invalid("the source has no arrival rate, so a duration or window cannot bound it: give a request count");
+    return Invalid(
+        "the source has no arrival rate, so a duration or window cannot bound it: give a request "
+        "count");
   }
-  if (count && *count > kMaxRequests) return Invalid(fmt::format("requests: at most {}", kMaxRequests));
+  if (count && *count > kMaxRequests)
+    return Invalid(fmt::format("requests: at most {}", kMaxRequests));
   const std::uint64_t limit = count.value_or(0);  // 0: bounded by time only
   if (gen_end && m.event_rate > 0 && *gen_end * m.event_rate > static_cast<double>(kMaxRequests)) {
     return Invalid(fmt::format("duration x rate gives more than {} requests", kMaxRequests));
   }
 
   Rng master(options.seed);
-  Rng arrivals = master.Fork(), lengths = master.Fork(), sessions = master.Fork(), mix = master.Fork();
+  Rng arrivals = master.Fork(), lengths = master.Fork(), sessions = master.Fork(),
+      mix = master.Fork();
   std::vector<Draft> drafts;
-  std::priority_queue<double, std::vector<double>, std::greater<>> pending;  // arrivals not yet settled
+  std::priority_queue<double, std::vector<double>, std::greater<>>
+      pending;  // arrivals not yet settled
   std::uint64_t settled = 0;
   std::uint32_t next_session = 0;
   double start = 0, operational = 0;
   std::vector<Draft> turns;
   TieSchedule ties(m.tied_share);
+  StratumSchedule strata;
   std::optional<BatchSchedule> batches;
   if (m.batches) batches.emplace(*m.batches);
   for (bool first = true;; first = false) {
     if (!first) {
-      operational += SampleGap(m, ties, batches, arrivals);
+      operational += SampleGap(m, ties, batches, strata, arrivals);
       start = m.profile.Warp(operational);
     }
     if (gen_end && start >= *gen_end && !(m.event_rate <= 0)) break;
@@ -462,15 +576,18 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
     const bool session = m.session_prob > 0 && sessions.Uniform() < m.session_prob;
     if (session && m.extra_turns_mean > 0) {
       const double stop = 1 / (1 + m.extra_turns_mean);
-      n_turns += static_cast<std::uint32_t>(std::min(1e4, std::floor(std::log(1 - sessions.Uniform()) / std::log(1 - stop))));
+      n_turns += static_cast<std::uint32_t>(
+          std::min(1e4, std::floor(std::log(1 - sessions.Uniform()) / std::log(1 - stop))));
     }
     turns.assign(n_turns, Draft{});
     for (Draft& d : turns) std::tie(d.in, d.out) = m.lengths->Sample(lengths);
     // A conversation's history grows: its turns take the sampled lengths in increasing input order.
-    std::stable_sort(turns.begin(), turns.end(), [](const Draft& a, const Draft& b) { return a.in < b.in; });
-    const std::int32_t group = m.block_tokens > 0 && m.prefix_share > 0 && mix.Uniform() < m.prefix_share
-                                   ? static_cast<std::int32_t>(mix.Below(m.groups))
-                                   : -1;
+    std::stable_sort(turns.begin(), turns.end(),
+                     [](const Draft& a, const Draft& b) { return a.in < b.in; });
+    const std::int32_t group =
+        m.block_tokens > 0 && m.prefix_share > 0 && mix.Uniform() < m.prefix_share
+            ? static_cast<std::int32_t>(mix.Below(m.groups))
+            : -1;
     double t = start;
     if (session) ++next_session;
     for (std::uint32_t i = 0; i < n_turns; ++i) {
@@ -497,10 +614,12 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
       drafts.push_back(d);
     }
   }
-  std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) { return a.t < b.t; });
+  std::stable_sort(drafts.begin(), drafts.end(),
+                   [](const Draft& a, const Draft& b) { return a.t < b.t; });
   if (gen_end && m.event_rate > 0) {
     const double end = *gen_end;
-    drafts.erase(std::lower_bound(drafts.begin(), drafts.end(), end, [](const Draft& d, double e) { return d.t < e; }),
+    drafts.erase(std::lower_bound(drafts.begin(), drafts.end(), end,
+                                  [](const Draft& d, double e) { return d.t < e; }),
                  drafts.end());
   }
   if (limit > 0 && drafts.size() > limit) drafts.resize(limit);
@@ -570,7 +689,8 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
   for (std::size_t i = 0; i < drafts.size(); ++i) {
     const Draft& d = drafts[i];
     TraceRequest r;
-    r.arrival_s = d.t;
+    // Whole microseconds: finer than any trace's clock, and no arrival like 1e-139 s.
+    r.arrival_s = std::round(d.t * kArrivalTicksPerSecond) / kArrivalTicksPerSecond;
     r.input_tokens = d.in;
     r.output_tokens = d.out;
     if (block > 0) {
@@ -608,7 +728,8 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options, std::o
 // widths and observed rates. From the rate profile when there is one (cut to whole days when the
 // trace spans at least one, so that repeating it keeps the hours of the day), else from the
 // diurnal requests per hour, starting at the first arrival's hour of day; empty otherwise.
-void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates, bool& noisy) {
+void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates,
+                     bool& noisy) {
   widths.clear();
   rates.clear();
   noisy = true;
@@ -616,7 +737,8 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
     std::size_t n = f.rate_bins.size();
     double last = f.duration_s - f.rate_bin_s * static_cast<double>(n - 1);
     if (f.duration_s >= kDay && std::fmod(kDay, f.rate_bin_s) == 0) {
-      n = std::min(n, static_cast<std::size_t>(std::floor(f.duration_s / kDay) * kDay / f.rate_bin_s));
+      n = std::min(n,
+                   static_cast<std::size_t>(std::floor(f.duration_s / kDay) * kDay / f.rate_bin_s));
       last = f.rate_bin_s;
     }
     for (std::size_t k = 0; k < n; ++k) {
@@ -640,6 +762,76 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
   }
 }
 
+// The non-zero gaps' quantile knots (probability, gap) from a fingerprint's gap percentiles,
+// which are over all gaps, zero ones included: a percentile q above the tied share t is the
+// non-zero gaps' (q - t) / (1 - t) quantile. Below the lowest known one the gaps reach down to a
+// tenth of it (the fingerprint does not say how far). Empty when fewer than two are known.
+std::vector<std::pair<double, double>> NonzeroGapKnots(const Fingerprint& f) {
+  const stats::Summary& g = f.gap_s;
+  const double t = std::clamp(f.tied_share, 0.0, 1.0);
+  const std::pair<double, double> all[] = {
+      {0, g.min},          {0.5, g.p50.value},    {0.9, g.p90.value}, {0.95, g.p95.value},
+      {0.99, g.p99.value}, {0.999, g.p999.value}, {1, g.max}};
+  std::vector<std::pair<double, double>> knots;
+  for (const auto& [q, v] : all) {
+    if (!(v > 0) || !std::isfinite(v) || t >= 1 || (q <= t && q < 1)) continue;
+    const double u = (q - t) / (1 - t);
+    if (!knots.empty() && (u <= knots.back().first || v < knots.back().second)) {
+      if (v > knots.back().second) knots.back().second = v;  // keep the function non-decreasing
+      continue;
+    }
+    knots.emplace_back(u, v);
+  }
+  if (knots.empty()) return {};
+  if (knots.front().first > 0) knots.insert(knots.begin(), {0.0, knots.front().second / 10});
+  if (knots.size() < 2 || knots.back().first < 1) return {};
+  return knots;
+}
+
+// Sets m.profile from the observed bin rates, less the counting noise that a process of events
+// (batches or ties with zero-gap share p, non-zero gaps of squared CV cv2) will add back. Returns
+// false, leaving the profile flat, when there is no profile to shape.
+bool ShapeProfile(Model& m, const std::vector<double>& widths, const std::vector<double>& rates,
+                  bool noisy, double p, double cv2) {
+  if (widths.size() < 2) return false;
+  // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
+  // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
+  const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
+  const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
+  const double dispersion = (v + b * b * cv2) / b;
+  const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
+  double mass = 0;
+  for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
+  if (!(mass > 0)) return false;
+  m.profile = RateProfile(widths, shaped);
+  return true;
+}
+
+// The CV of the gaps, zero ones included, of `events` arrivals of m's arrival process (its gaps,
+// batches and warp; sessions left out) at microsecond resolution, from a fixed random stream so
+// that a fit over it is deterministic.
+double SimulatedGapCv(const Model& m, std::uint64_t events) {
+  Rng rng(0x9a95'c0feULL);
+  TieSchedule ties(m.tied_share);
+  std::optional<BatchSchedule> batches;
+  if (m.batches) batches.emplace(*m.batches);
+  StratumSchedule strata;
+  double operational = 0, previous = 0, sum = 0, squares = 0;
+  for (std::uint64_t i = 1; i < events; ++i) {
+    operational += SampleGap(m, ties, batches, strata, rng);
+    const double t =
+        std::round(m.profile.Warp(operational) * kArrivalTicksPerSecond) / kArrivalTicksPerSecond;
+    const double gap = t - previous;
+    previous = t;
+    sum += gap;
+    squares += gap * gap;
+  }
+  const double n = static_cast<double>(events - 1);
+  const double mean = sum / n;
+  const double variance = std::max(0.0, (squares - n * mean * mean) / (n - 1));
+  return mean > 0 ? std::sqrt(variance) / mean : 0;
+}
+
 // Sets the arrival process of a fingerprint: batches or ties, the Gamma shape of the non-zero
 // gaps and the rate profile, so that the synthesized gaps have the fingerprint's tied share and
 // CV and its rate follows the fingerprint's over time.
@@ -654,10 +846,15 @@ void FitArrivals(const Fingerprint& f, Model& m) {
     m.tied_share = std::clamp(f.tied_share, 0.0, 0.999);
     p = m.tied_share;
   }
-  const double real_cv2 = std::max(kMinNonzeroGapCv2, (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1);
+  const double raw_cv2 = (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1;
+  const double real_cv2 = std::max(kMinNonzeroGapCv2, raw_cv2);
   std::vector<double> widths, rates;
   bool noisy = true;
   ObservedProfile(f, widths, rates, noisy);
+  if (raw_cv2 <= 0 && p <= 0) {
+    m.gap_shape = 0;  // evenly spaced: constant gaps at a constant rate, nothing to fit
+    return;
+  }
   // Warping through m multiplies the non-zero gaps' E[g^2] by A = MeanInverse(), so the process
   // runs with CV^2 = (1 + real CV^2) / A - 1 in operational time; its counting noise, which the
   // profile must not contain twice, depends on that CV, and A on the profile: a few rounds settle.
@@ -665,20 +862,36 @@ void FitArrivals(const Fingerprint& f, Model& m) {
   for (int round = 0; round < 4; ++round) {
     const double cv2 = std::max(kMinNonzeroGapCv2, (1 + real_cv2) / a - 1);
     m.gap_shape = 1 / cv2;
-    // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
-    // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
-    const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
-    const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
-    const double dispersion = (v + b * b * cv2) / b;
-    if (widths.size() < 2) break;
-    const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
-    double mass = 0;
-    for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
-    if (!(mass > 0)) break;
-    m.profile = RateProfile(widths, shaped);
+    if (!ShapeProfile(m, widths, rates, noisy, p, cv2)) break;
     const double next = m.profile.MeanInverse();
     if (std::abs(next - a) < 1e-6) break;
     a = next;
+  }
+  if (m.gap_shape >= kMinGammaShape) return;
+  const std::vector<std::pair<double, double>> knots = NonzeroGapKnots(f);
+  if (knots.size() < 2) return;  // too little is known of the gaps: Gamma it stays
+  // Burstier than Gamma can draw: the source's own gaps, their spread fitted by simulation so that
+  // the gaps of the warped process, zero ones included, have the source's CV. The warp's own
+  // contribution (idle bins stretch the gaps that span them) is then counted once, whatever the
+  // profile; the profile's noise removal follows the fitted CV, a second round settles it.
+  const double b_mean = m.batches ? m.batches->mean() : 1 / (1 - p);
+  const std::size_t strata =
+      std::clamp<std::size_t>(static_cast<std::size_t>(static_cast<double>(f.requests) / b_mean),
+                              kMinGapStrata, kMaxGapStrata);
+  auto table = std::make_shared<GapTable>(knots, strata);
+  m.gap_table = table;
+  const std::uint64_t events = std::clamp<std::uint64_t>(f.requests, 1000, 200'000);
+  for (int round = 0; round < 2; ++round) {
+    double lo = -1, hi = 1;
+    table->SetSpread(hi);
+    while (SimulatedGapCv(m, events) < f.gap_cv && hi < 64) table->SetSpread(hi *= 2);
+    for (int iter = 0; iter < 30; ++iter) {
+      const double mid = (lo + hi) / 2;
+      table->SetSpread(mid);
+      (SimulatedGapCv(m, events) < f.gap_cv ? lo : hi) = mid;
+    }
+    table->SetSpread(hi);
+    if (!ShapeProfile(m, widths, rates, noisy, p, table->cv2())) break;
   }
 }
 
@@ -721,18 +934,22 @@ class ShapeReader {
     Result<double> v = Number(node, field);
     if (!v.ok()) return v;
     if (*v < lo || *v > hi || (lo_open && *v == lo)) {
-      return Fail(node, field, fmt::format("{} is out of range {}{}, {}]", *v, lo_open ? "(" : "[", lo, hi));
+      return Fail(node, field,
+                  fmt::format("{} is out of range {}{}, {}]", *v, lo_open ? "(" : "[", lo, hi));
     }
     return v;
   }
-  Status KnownKeys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> keys) const {
+  Status KnownKeys(const YAML::Node& map, const std::string& where,
+                   std::initializer_list<std::string_view> keys) const {
     if (!map.IsMap()) return Fail(map, where, "expected a mapping");
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
         std::string known;
-        for (const std::string_view k : keys) known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
-        return Fail(kv.first, where.empty() ? key : where + "." + key, fmt::format("unknown field (known: {})", known));
+        for (const std::string_view k : keys)
+          known += fmt::format("{}{}", known.empty() ? "" : ", ", k);
+        return Fail(kv.first, where.empty() ? key : where + "." + key,
+                    fmt::format("unknown field (known: {})", known));
       }
     }
     return Ok{};
@@ -745,7 +962,8 @@ class ShapeReader {
       s.fixed = *v;
       return s;
     }
-    if (Status k = KnownKeys(node, field, {"distribution", "fixed", "median", "p99", "min", "max"}); !k.ok()) {
+    if (Status k = KnownKeys(node, field, {"distribution", "fixed", "median", "p99", "min", "max"});
+        !k.ok()) {
       return k.error();
     }
     if (node["fixed"]) {
@@ -754,11 +972,13 @@ class ShapeReader {
       s.fixed = *v;
       return s;
     }
-    if (!node["distribution"]) return Fail(node, field, "needs 'fixed: N' or 'distribution: lognormal|uniform'");
+    if (!node["distribution"])
+      return Fail(node, field, "needs 'fixed: N' or 'distribution: lognormal|uniform'");
     const std::string dist = node["distribution"].Scalar();
     if (dist == "lognormal") {
       s.kind = LengthShape::Kind::kLognormal;
-      if (!node["median"] || !node["p99"]) return Fail(node, field, "lognormal needs median and p99");
+      if (!node["median"] || !node["p99"])
+        return Fail(node, field, "lognormal needs median and p99");
       Result<double> median = NumberIn(node["median"], field + ".median", 0, 4e9, true);
       if (!median.ok()) return median.error();
       Result<double> p99 = NumberIn(node["p99"], field + ".p99", *median, 4e9);
@@ -785,15 +1005,36 @@ class ShapeReader {
   std::string file_;
 };
 
+// A source without arrival times (ShareGPT) puts every request at 0: a rate scale or a window
+// would change nothing, or drop everything, without saying so.
+Status RefuseTimeOptionsWithoutArrivals(const SynthesisOptions& options,
+                                        const std::string& source) {
+  if (options.rate_scale != 1) {
+    return Invalid(fmt::format(
+        "rate scale (--rate-scale): {} has no arrival times (every request arrives at 0), "
+        "so there is no rate to scale",
+        source));
+  }
+  if (options.window) {
+    return Invalid(fmt::format(
+        "window (--window): {} has no arrival times (every request arrives at 0), so a time "
+        "window cannot select from it; use a request count",
+        source));
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Status ValidateSynthesisOptions(const SynthesisOptions& o) {
   if (o.requests && o.duration_s) return Invalid("give requests or a duration, not both");
   if (o.requests && *o.requests == 0) return Invalid("requests: must be at least 1");
-  if (o.duration_s && !(*o.duration_s > 0 && std::isfinite(*o.duration_s))) return Invalid("duration: must be > 0");
+  if (o.duration_s && !(*o.duration_s > 0 && std::isfinite(*o.duration_s)))
+    return Invalid("duration: must be > 0");
   if (!(o.rate_scale > 0 && std::isfinite(o.rate_scale))) return Invalid("rate scale: must be > 0");
   if (!(o.time_scale > 0 && std::isfinite(o.time_scale))) return Invalid("time scale: must be > 0");
-  if (o.window && !(o.window->first >= 0 && o.window->second > o.window->first && std::isfinite(o.window->second))) {
+  if (o.window && !(o.window->first >= 0 && o.window->second > o.window->first &&
+                    std::isfinite(o.window->second))) {
     return Invalid("window: needs 0 <= start < end");
   }
   if (o.window && o.duration_s) return Invalid("give a window or a duration, not both");
@@ -808,17 +1049,19 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     return Invalid(fmt::format("{}:{}: not valid YAML: {}", file_name, e.mark.line + 1, e.msg));
   }
   const ShapeReader r(file_name);
-  if (!root.IsMap()) return Invalid(fmt::format("{}:1: expected a mapping of shape fields", file_name));
+  if (!root.IsMap())
+    return Invalid(fmt::format("{}:1: expected a mapping of shape fields", file_name));
   if (Status k = r.KnownKeys(root, "",
-                             {"rate_per_s", "arrival", "burstiness", "duration_s", "requests", "input_tokens",
-                              "output_tokens", "correlation", "shared_prefix", "sessions", "structured_output_share",
-                              "models"});
+                             {"rate_per_s", "arrival", "burstiness", "duration_s", "requests",
+                              "input_tokens", "output_tokens", "correlation", "shared_prefix",
+                              "sessions", "structured_output_share", "models"});
       !k.ok()) {
     return k.error();
   }
   WorkloadShape s;
   s.source = file_name;
-  auto number = [&](const char* key, double lo, double hi, double& out, bool lo_open = false) -> Status {
+  auto number = [&](const char* key, double lo, double hi, double& out,
+                    bool lo_open = false) -> Status {
     if (!root[key]) return Ok{};
     Result<double> v = r.NumberIn(root[key], key, lo, hi, lo_open);
     if (!v.ok()) return v.error();
@@ -836,7 +1079,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     } else if (a == "constant") {
       s.arrival = WorkloadShape::Arrival::kConstant;
     } else {
-      return r.Fail(root["arrival"], "arrival", fmt::format("'{}' is not one of poisson, gamma, constant", a));
+      return r.Fail(root["arrival"], "arrival",
+                    fmt::format("'{}' is not one of poisson, gamma, constant", a));
     }
   }
   if (Status st = number("burstiness", 0, 1e6, s.burstiness, true); !st.ok()) return st.error();
@@ -850,11 +1094,13 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
   }
   if (root["requests"]) {
     double n = 0;
-    if (Status st = number("requests", 1, static_cast<double>(kMaxRequests), n); !st.ok()) return st.error();
+    if (Status st = number("requests", 1, static_cast<double>(kMaxRequests), n); !st.ok())
+      return st.error();
     if (n != std::floor(n)) return r.Fail(root["requests"], "requests", "expected a whole number");
     s.requests = static_cast<std::uint64_t>(n);
   }
-  if (s.requests && s.duration_s) return r.Fail(root["requests"], "requests", "give requests or duration_s, not both");
+  if (s.requests && s.duration_s)
+    return r.Fail(root["requests"], "requests", "give requests or duration_s, not both");
   for (const char* key : {"input_tokens", "output_tokens"}) {
     if (!root[key]) return Invalid(fmt::format("{}:1: {}: required", file_name, key));
     Result<LengthShape> l = r.Length(root[key], key);
@@ -862,9 +1108,12 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     (std::string_view(key) == "input_tokens" ? s.input_tokens : s.output_tokens) = *l;
   }
   if (Status st = number("correlation", -1, 1, s.correlation); !st.ok()) return st.error();
-  if (Status st = number("structured_output_share", 0, 1, s.structured_share); !st.ok()) return st.error();
+  if (Status st = number("structured_output_share", 0, 1, s.structured_share); !st.ok())
+    return st.error();
   if (const YAML::Node p = root["shared_prefix"]) {
-    if (Status k = r.KnownKeys(p, "shared_prefix", {"tokens", "share", "groups", "block_tokens"}); !k.ok()) return k.error();
+    if (Status k = r.KnownKeys(p, "shared_prefix", {"tokens", "share", "groups", "block_tokens"});
+        !k.ok())
+      return k.error();
     if (!p["tokens"]) return r.Fail(p, "shared_prefix.tokens", "required");
     Result<double> tokens = r.NumberIn(p["tokens"], "shared_prefix.tokens", 0, 4e9);
     if (!tokens.ok()) return tokens.error();
@@ -887,7 +1136,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     }
   }
   if (const YAML::Node p = root["sessions"]) {
-    if (Status k = r.KnownKeys(p, "sessions", {"turns_mean", "think_time_s"}); !k.ok()) return k.error();
+    if (Status k = r.KnownKeys(p, "sessions", {"turns_mean", "think_time_s"}); !k.ok())
+      return k.error();
     if (!p["turns_mean"]) return r.Fail(p, "sessions.turns_mean", "required");
     Result<double> turns = r.NumberIn(p["turns_mean"], "sessions.turns_mean", 1, 1e4);
     if (!turns.ok()) return turns.error();
@@ -899,7 +1149,8 @@ Result<WorkloadShape> ParseWorkloadShape(std::string_view yaml, const std::strin
     }
   }
   if (const YAML::Node m = root["models"]) {
-    if (!m.IsMap() || m.size() == 0) return r.Fail(m, "models", "expected a mapping of model name to weight");
+    if (!m.IsMap() || m.size() == 0)
+      return r.Fail(m, "models", "expected a mapping of model name to weight");
     for (const auto& kv : m) {
       const std::string name = kv.first.Scalar();
       Result<double> w = r.NumberIn(kv.second, "models." + name, 0, 1e9, true);
@@ -918,10 +1169,17 @@ Result<WorkloadShape> LoadWorkloadShape(const std::filesystem::path& path) {
 
 Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
+  if (!f.arrivals_known || !(f.mean_rps > 0)) {
+    const std::string what = fmt::format("the fingerprint of {}", f.source);
+    if (Status refused = RefuseTimeOptionsWithoutArrivals(options, what); !refused.ok())
+      return refused.error();
+  }
   Model m;
-  m.source = fmt::format("synthesized from the fingerprint of {} (seed {})", f.source, options.seed);
+  m.source =
+      fmt::format("synthesized from the fingerprint of {} (seed {})", f.source, options.seed);
   m.arrivals_known = f.arrivals_known;
-  m.lengths.emplace(QuantileFunction::FromLengths(f.input), QuantileFunction::FromLengths(f.output), f.pearson_log);
+  m.lengths.emplace(QuantileFunction::FromLengths(f.input), QuantileFunction::FromLengths(f.output),
+                    f.pearson_log);
   const double requests = static_cast<double>(std::max<std::uint64_t>(f.requests, 1));
   const double session_share = static_cast<double>(f.requests_in_sessions) / requests;
   const double turns_mean = f.sessions > 0 ? f.turns_per_session.mean : 0;
@@ -930,7 +1188,8 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   if (f.think_time_source.empty() || f.think_time_s.count == 0) {
     m.think_time = [](Rng&) { return 0.0; };
   } else {
-    const double p50 = f.think_time_s.p50.value, p90 = f.think_time_s.p90.value, mean = f.think_time_s.mean;
+    const double p50 = f.think_time_s.p50.value, p90 = f.think_time_s.p90.value,
+                 mean = f.think_time_s.mean;
     if (p50 > 0 && p90 > p50) {
       const double mu = std::log(p50), sigma = std::log(p90 / p50) / 1.281552;
       m.think_time = [mu, sigma](Rng& rng) { return std::exp(mu + sigma * rng.Normal()); };
@@ -938,9 +1197,15 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
       m.think_time = [mean](Rng& rng) { return mean > 0 ? rng.Exponential(mean) : 0.0; };
     }
   }
-  const double requests_per_event = m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
+  const double requests_per_event =
+      m.session_prob * std::max(1.0, turns_mean) + (1 - m.session_prob);
   if (f.arrivals_known && f.mean_rps > 0) {
-    m.event_rate = f.mean_rps * options.rate_scale / requests_per_event;
+    // requests / duration counts one request more than the gaps in the duration: the mean gap is
+    // duration / (requests - 1), which evenly spaced sources need exactly.
+    const double gaps_per_request =
+        f.requests > 1 ? static_cast<double>(f.requests - 1) / static_cast<double>(f.requests)
+                       : 1.0;
+    m.event_rate = f.mean_rps * gaps_per_request * options.rate_scale / requests_per_event;
     m.origin_unix_ns = f.origin_unix_ns;
     FitArrivals(f, m);
   }
@@ -955,15 +1220,17 @@ Result<Trace> SynthesizeFromFingerprint(const Fingerprint& f, const SynthesisOpt
   m.structured_share = static_cast<double>(f.structured_output) / requests;
   for (const auto& [name, n] : f.models) m.models.emplace_back(name, static_cast<double>(n));
   NormalizeWeights(m.models);
-  return Synthesize(m, options, f.requests > 0 ? std::optional<std::uint64_t>(f.requests) : std::nullopt, std::nullopt);
+  return Synthesize(m, options,
+                    f.requests > 0 ? std::optional<std::uint64_t>(f.requests) : std::nullopt,
+                    std::nullopt);
 }
 
 Result<Trace> SynthesizeFromShape(const WorkloadShape& s, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid.error();
   Model m;
   m.source = fmt::format("synthesized from the shape {} (seed {})", s.source, options.seed);
-  m.lengths.emplace(QuantileFunction::FromShape(s.input_tokens), QuantileFunction::FromShape(s.output_tokens),
-                    s.correlation);
+  m.lengths.emplace(QuantileFunction::FromShape(s.input_tokens),
+                    QuantileFunction::FromShape(s.output_tokens), s.correlation);
   const double turns_mean = s.turns_mean >= 1 ? s.turns_mean : 0;
   m.session_prob = turns_mean > 0 ? 1 : 0;
   m.extra_turns_mean = std::max(0.0, turns_mean - 1);
@@ -971,9 +1238,15 @@ Result<Trace> SynthesizeFromShape(const WorkloadShape& s, const SynthesisOptions
   m.think_time = [think](Rng& rng) { return think > 0 ? rng.Exponential(think) : 0.0; };
   m.event_rate = s.rate_per_s * options.rate_scale / std::max(1.0, turns_mean);
   switch (s.arrival) {
-    case WorkloadShape::Arrival::kPoisson: m.gap_shape = 1; break;
-    case WorkloadShape::Arrival::kGamma: m.gap_shape = s.burstiness; break;
-    case WorkloadShape::Arrival::kConstant: m.gap_shape = 0; break;
+    case WorkloadShape::Arrival::kPoisson:
+      m.gap_shape = 1;
+      break;
+    case WorkloadShape::Arrival::kGamma:
+      m.gap_shape = s.burstiness;
+      break;
+    case WorkloadShape::Arrival::kConstant:
+      m.gap_shape = 0;
+      break;
   }
   if ((s.prefix_tokens > 0 && s.prefix_share > 0) || turns_mean > 0) {
     m.block_tokens = s.block_tokens;
@@ -1014,17 +1287,33 @@ void ApplyWindow(Trace& trace, double start_s, double end_s) {
 
 Status ApplyTimeOptions(Trace& trace, const SynthesisOptions& options) {
   if (Status valid = ValidateSynthesisOptions(options); !valid.ok()) return valid;
-  if (options.duration_s) return Invalid("a duration does not apply to an existing trace: use a window");
+  if (options.duration_s)
+    return Invalid("a duration does not apply to an existing trace: use a window");
+  if (!trace.arrivals_known) {
+    if (Status refused = RefuseTimeOptionsWithoutArrivals(options, trace.source); !refused.ok())
+      return refused;
+    const bool thinks =
+        std::any_of(trace.requests.begin(), trace.requests.end(),
+                    [](const TraceRequest& r) { return r.think_time_s.has_value(); });
+    if (options.time_scale != 1 && !thinks) {
+      return Invalid(fmt::format(
+          "time scale (--time-scale): {} has no arrival or think times, so scaling them "
+          "would change nothing",
+          trace.source));
+    }
+  }
   if (options.rate_scale != 1) ScaleRate(trace, options.rate_scale);
   if (options.time_scale != 1) ScaleTime(trace, options.time_scale);
   if (options.window) ApplyWindow(trace, options.window->first, options.window->second);
-  if (options.requests && trace.requests.size() > *options.requests) trace.requests.resize(*options.requests);
+  if (options.requests && trace.requests.size() > *options.requests)
+    trace.requests.resize(*options.requests);
   return Ok{};
 }
 
 Fingerprint FingerprintTrace(const Trace& trace) {
   FingerprintBuilder builder;
-  for (const TraceRequest& r : trace.requests) builder.Add(r, r.prefix_hashes.empty() ? 0 : trace.block_tokens);
+  for (const TraceRequest& r : trace.requests)
+    builder.Add(r, r.prefix_hashes.empty() ? 0 : trace.block_tokens);
   ImportReport report;
   report.source = trace.source;
   report.format = TraceFormat::kTrace;

@@ -7,14 +7,13 @@
 // line exactly as the general parser does.
 #include "workload/importers.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/file.h"
 #include "workload/trace_jsonl.h"
@@ -22,7 +21,9 @@
 namespace bakeoff::workload {
 namespace {
 
-std::string Data(const std::string& name) { return std::string(BAKEOFF_TESTDATA_DIR) + "/traces/" + name; }
+std::string Data(const std::string& name) {
+  return std::string(BAKEOFF_TESTDATA_DIR) + "/traces/" + name;
+}
 
 struct Imported {
   Result<ImportReport> report = MakeError(ErrorCode::kInternal, "not run");
@@ -32,10 +33,11 @@ struct Imported {
 
 Imported Import(const std::string& name, ImportOptions options = {}) {
   Imported out;
-  out.report = ImportTraceFile(Data(name), options, [&out](const TraceRequest& r, std::uint32_t block) {
-    out.rows.push_back(r);
-    out.blocks.push_back(block);
-  });
+  out.report =
+      ImportTraceFile(Data(name), options, [&out](const TraceRequest& r, std::uint32_t block) {
+        out.rows.push_back(r);
+        out.blocks.push_back(block);
+      });
   return out;
 }
 
@@ -59,7 +61,8 @@ TEST(ImportersTest, AzureBrokenStopsAtFirstBadRowWithFileAndLine) {
   ASSERT_FALSE(im.report.ok());
   EXPECT_EQ(im.report.error().code, ErrorCode::kInvalidInput);
   EXPECT_EQ(im.report.error().message,
-            Data("azure_broken.csv") + ":3: column \"ContextTokens\" is not a non-negative integer (\"abc\")");
+            Data("azure_broken.csv") +
+                ":3: column \"ContextTokens\" is not a non-negative integer (\"abc\")");
 }
 
 TEST(ImportersTest, AzureBrokenWithSkipInvalidCountsEachKind) {
@@ -125,7 +128,8 @@ TEST(ImportersTest, MooncakeBrokenRowsEachExplained) {
   EXPECT_EQ(im.rows.size(), 2u);
   EXPECT_EQ(im.report->SkippedTotal(), 5u);
   std::string all;
-  for (const SkippedRows& s : im.report->skipped) all += s.kind + "=" + std::to_string(s.count) + ";";
+  for (const SkippedRows& s : im.report->skipped)
+    all += s.kind + "=" + std::to_string(s.count) + ";";
   EXPECT_EQ(all, "bad JSON=2;missing field=1;bad number=2;");
   EXPECT_EQ(im.report->skipped[1].first_message,
             Data("mooncake_broken.jsonl") + ":3: missing field \"input_length\"");
@@ -151,18 +155,21 @@ TEST(ImportersTest, ShareGptTurnsBecomeRequestsWithUnknownArrivals) {
   // bytes), so it shares the first three 16-byte blocks; the fourth is partial in the first turn.
   ASSERT_EQ(im.rows[0].prefix_hashes.size(), 4u);
   ASSERT_GT(im.rows[1].prefix_hashes.size(), 4u);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(im.rows[1].prefix_hashes[i], im.rows[0].prefix_hashes[i]) << i;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(im.rows[1].prefix_hashes[i], im.rows[0].prefix_hashes[i]) << i;
   EXPECT_NE(im.rows[1].prefix_hashes[3], im.rows[0].prefix_hashes[3]);
   EXPECT_EQ(im.blocks[0], 4u);
   bool noted = false;
-  for (const std::string& n : im.report->notes) noted = noted || n.find("1 user turns have no model reply") != std::string::npos;
+  for (const std::string& n : im.report->notes)
+    noted = noted || n.find("1 user turns have no model reply") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
 TEST(ImportersTest, GenericCsvWithColumnMappingAndEpochMilliseconds) {
   ImportOptions options;
   options.format = TraceFormat::kCsv;
-  options.columns = *ParseCsvColumns("time=ts_ms,input=prompt,output=completion,group=tenant,model=lora,structured=json");
+  options.columns = *ParseCsvColumns(
+      "time=ts_ms,input=prompt,output=completion,group=tenant,model=lora,structured=json");
   Imported im = Import("generic.csv", options);
   ASSERT_TRUE(im.report.ok()) << im.report.error().message;
   ASSERT_EQ(im.rows.size(), 3u);
@@ -184,7 +191,8 @@ TEST(ImportersTest, GenericCsvNeedsMappingAndNamesMissingColumn) {
   options.columns = *ParseCsvColumns("time=when,input=prompt,output=completion");
   Imported im = Import("generic.csv", options);
   ASSERT_FALSE(im.report.ok());
-  EXPECT_EQ(im.report.error().message, Data("generic.csv") + ":1: no column \"when\" in the header");
+  EXPECT_EQ(im.report.error().message,
+            Data("generic.csv") + ":1: no column \"when\" in the header");
 }
 
 TEST(ImportersTest, MixedEpochUnitsAreDetected) {
@@ -194,9 +202,10 @@ TEST(ImportersTest, MixedEpochUnitsAreDetected) {
   Imported im = Import("mixed_units.csv", options);
   ASSERT_FALSE(im.report.ok());
   EXPECT_EQ(im.report.error().message,
-            Data("mixed_units.csv") + ":4: timestamp \"1700000002000\" has a different unit or origin than the "
-                                      "first row's (\"1700000000\" at " + Data("mixed_units.csv") +
-                                      ":2, read as Unix epoch seconds)");
+            Data("mixed_units.csv") +
+                ":4: timestamp \"1700000002000\" has a different unit or origin than the "
+                "first row's (\"1700000000\" at " +
+                Data("mixed_units.csv") + ":2, read as Unix epoch seconds)");
 }
 
 TEST(ImportersTest, NumbersMixedWithDateTimesAreDetected) {
@@ -208,7 +217,8 @@ TEST(ImportersTest, NumbersMixedWithDateTimesAreDetected) {
   ASSERT_TRUE(im.report.ok());
   ASSERT_EQ(im.report->skipped.size(), 1u);
   EXPECT_EQ(im.report->skipped[0].kind, "mixed time units");
-  EXPECT_NE(im.report->skipped[0].first_message.find("is a date-time but the first row's"), std::string::npos);
+  EXPECT_NE(im.report->skipped[0].first_message.find("is a date-time but the first row's"),
+            std::string::npos);
 }
 
 TEST(ImportersTest, UnsortedTimestampsAreCountedAndLoadTraceSorts) {
@@ -226,21 +236,25 @@ TEST(ImportersTest, UnsortedTimestampsAreCountedAndLoadTraceSorts) {
   EXPECT_DOUBLE_EQ(trace->requests[1].arrival_s, 3.5);
   EXPECT_DOUBLE_EQ(trace->requests[2].arrival_s, 5.5);
   bool noted = false;
-  for (const std::string& n : report.notes) noted = noted || n.find("timestamps are not sorted") != std::string::npos;
+  for (const std::string& n : report.notes)
+    noted = noted || n.find("timestamps are not sorted") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
 TEST(ImportersTest, FilesWithNoUsableRowsAreExplained) {
   Imported header_only = Import("azure_header_only.csv");
   ASSERT_FALSE(header_only.report.ok());
-  EXPECT_EQ(header_only.report.error().message, Data("azure_header_only.csv") + ": no usable rows (1 lines read)");
+  EXPECT_EQ(header_only.report.error().message,
+            Data("azure_header_only.csv") + ": no usable rows (1 lines read)");
   ImportOptions options;
   options.skip_invalid = true;
   Imported none = Import("azure_no_usable.csv", options);
   ASSERT_FALSE(none.report.ok());
-  EXPECT_NE(none.report.error().message.find(": no usable rows (3 lines read, skipped 2 rows:"), std::string::npos)
+  EXPECT_NE(none.report.error().message.find(": no usable rows (3 lines read, skipped 2 rows:"),
+            std::string::npos)
       << none.report.error().message;
-  Result<ImportReport> empty = ImportTraceBuffer("", "empty.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  Result<ImportReport> empty =
+      ImportTraceBuffer("", "empty.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.error().message, "empty.jsonl: no usable rows (the file is empty)");
 }
@@ -266,8 +280,10 @@ TEST(ImportersTest, OpenAiLogBodiesUsageAndStructuredOutput) {
   EXPECT_EQ(im.rows[2].priority, 2);
   EXPECT_EQ(im.rows[2].output_tokens, 100u);
   ASSERT_EQ(im.report->skipped.size(), 1u);
-  EXPECT_EQ(im.report->skipped[0].first_message,
-            Data("openai_log.jsonl") + ":4: no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
+  EXPECT_EQ(
+      im.report->skipped[0].first_message,
+      Data("openai_log.jsonl") +
+          ":4: no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
 }
 
 TEST(ImportersTest, CanonicalTraceFieldsAndRoundTrip) {
@@ -291,10 +307,12 @@ TEST(ImportersTest, CanonicalTraceFieldsAndRoundTrip) {
   trace.source = "round trip";
   trace.block_tokens = 512;
   for (const TraceRequest& row : im.rows) trace.requests.push_back(row);
-  const std::filesystem::path out = std::filesystem::temp_directory_path() / "bakeoff_trace_round_trip.jsonl";
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / "bakeoff_trace_round_trip.jsonl";
   ASSERT_TRUE(WriteTraceJsonl(trace, out).ok());
   std::vector<TraceRequest> again;
-  Result<ImportReport> reread = ImportTraceFile(out, {}, [&again](const TraceRequest& row, std::uint32_t) { again.push_back(row); });
+  Result<ImportReport> reread = ImportTraceFile(
+      out, {}, [&again](const TraceRequest& row, std::uint32_t) { again.push_back(row); });
   std::filesystem::remove(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   ASSERT_EQ(again.size(), im.rows.size());
@@ -353,11 +371,13 @@ TEST(ImportersTest, MooncakeFastPathReadsEveryLineAsTheGeneralParser) {
         options.fast_paths = fast;
         options.skip_invalid = skip;
         std::string& out = result[fast ? 1 : 0];
-        Result<ImportReport> r = ImportTraceBuffer(line + "\n", "m.jsonl", options, [&](const TraceRequest& row, std::uint32_t block) {
-          out += fmt::format("row {} {} {} {} {} [", row.arrival_s, row.input_tokens, row.output_tokens, row.source_line, block);
-          for (const std::uint64_t id : row.prefix_hashes) out += fmt::format("{},", id);
-          out += "]";
-        });
+        Result<ImportReport> r = ImportTraceBuffer(
+            line + "\n", "m.jsonl", options, [&](const TraceRequest& row, std::uint32_t block) {
+              out += fmt::format("row {} {} {} {} {} [", row.arrival_s, row.input_tokens,
+                                 row.output_tokens, row.source_line, block);
+              for (const std::uint64_t id : row.prefix_hashes) out += fmt::format("{},", id);
+              out += "]";
+            });
         out += r.ok() ? " ok " + r->SkippedSummary() : " error " + r.error().message;
       }
       EXPECT_EQ(result[1], result[0]) << line << (skip ? " (skip invalid)" : "");
@@ -381,12 +401,14 @@ TEST(ImportersTest, CanonicalOriginUtcGivesTheWallClock) {
   EXPECT_NE(text.find("\"origin_utc\":\"2023-11-14T22:13:20.25Z\""), std::string::npos) << text;
   text += "{\"arrival_s\":5,\"input_tokens\":1,\"output_tokens\":1}\n";
   text += "{\"arrival_s\":2,\"input_tokens\":1,\"output_tokens\":1}\n";
-  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  Result<ImportReport> r =
+      ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->origin_unix_ns.has_value());
   EXPECT_EQ(*r->origin_unix_ns, 1'700'000'005'250'000'000LL);  // the first row's wall clock
 
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / "bakeoff_origin_utc.jsonl";
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "bakeoff_origin_utc.jsonl";
   ASSERT_TRUE(WriteFileAtomically(path, text).ok());
   Result<Trace> loaded = LoadTrace(path, {});
   std::filesystem::remove(path);
@@ -396,16 +418,21 @@ TEST(ImportersTest, CanonicalOriginUtcGivesTheWallClock) {
   EXPECT_DOUBLE_EQ(loaded->requests.front().arrival_s, 0);
 
   const std::string bad = "{\"format\":\"bakeoff-trace\",\"origin_utc\":\"noon\"}\n";
-  Result<ImportReport> e = ImportTraceBuffer(bad, "b.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  Result<ImportReport> e =
+      ImportTraceBuffer(bad, "b.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.error().message, "b.jsonl:1: field \"origin_utc\" is not a date-time like \"2023-11-16T18:15:46Z\"");
+  EXPECT_EQ(e.error().message,
+            "b.jsonl:1: field \"origin_utc\" is not a date-time like \"2023-11-16T18:15:46Z\"");
 }
 
 TEST(ImportersTest, CanonicalRejectsHashesWithoutBlockSize) {
-  const std::string text = "{\"arrival_s\":0,\"input_tokens\":10,\"output_tokens\":1,\"prefix_hashes\":[1]}\n";
-  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
+  const std::string text =
+      "{\"arrival_s\":0,\"input_tokens\":10,\"output_tokens\":1,\"prefix_hashes\":[1]}\n";
+  Result<ImportReport> r =
+      ImportTraceBuffer(text, "t.jsonl", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "t.jsonl:1: field \"prefix_hashes\" needs \"block_tokens\" in the header line");
+  EXPECT_EQ(r.error().message,
+            "t.jsonl:1: field \"prefix_hashes\" needs \"block_tokens\" in the header line");
 }
 
 TEST(ImportersTest, DetectsEachFormatFromTheFirstLine) {
@@ -414,13 +441,19 @@ TEST(ImportersTest, DetectsEachFormatFromTheFirstLine) {
     return f.ok() ? std::string(TraceFormatName(*f)) : f.error().message;
   };
   EXPECT_EQ(detect("TIMESTAMP,ContextTokens,GeneratedTokens\n"), "azure-csv");
-  EXPECT_EQ(detect("\xEF\xBB\xBFTimestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n"), "burstgpt-csv");
-  EXPECT_EQ(detect("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 2, \"hash_ids\": []}"), "mooncake");
+  EXPECT_EQ(
+      detect(
+          "\xEF\xBB\xBFTimestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n"),
+      "burstgpt-csv");
+  EXPECT_EQ(
+      detect("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 2, \"hash_ids\": []}"),
+      "mooncake");
   EXPECT_EQ(detect("{\"format\":\"bakeoff-trace\",\"version\":1}\n"), "trace");
   EXPECT_EQ(detect("\n\n[{\"id\": \"a\"}]"), "sharegpt");
   EXPECT_EQ(detect("{\"timestamp\": 1, \"body\": {}}"), "openai-log");
   EXPECT_EQ(detect("a,b,c\n"), "csv");
-  EXPECT_EQ(detect("{\"x\": 1}"), "x:1: cannot tell the JSON format from the first line; pass --format");
+  EXPECT_EQ(detect("{\"x\": 1}"),
+            "x:1: cannot tell the JSON format from the first line; pass --format");
 }
 
 TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
@@ -428,7 +461,8 @@ TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
   text += "2023-11-16 18:15:46,1,2\r\n";
   text += "2023-11-16 18:15:47+01:00,3,4";  // an hour earlier in UTC: out of order
   std::vector<TraceRequest> rows;
-  Result<ImportReport> r = ImportTraceBuffer(text, "x.csv", {}, [&rows](const TraceRequest& row, std::uint32_t) { rows.push_back(row); });
+  Result<ImportReport> r = ImportTraceBuffer(
+      text, "x.csv", {}, [&rows](const TraceRequest& row, std::uint32_t) { rows.push_back(row); });
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_DOUBLE_EQ(rows[1].arrival_s, -3599);
@@ -437,18 +471,23 @@ TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
   while (big.size() < (5u << 20)) big += "1,";
   big += "1]}\n";
   std::size_t ids = 0;
-  Result<ImportReport> m = ImportTraceBuffer(big, "big.jsonl", {}, [&ids](const TraceRequest& row, std::uint32_t) { ids = row.prefix_hashes.size(); });
+  Result<ImportReport> m = ImportTraceBuffer(
+      big, "big.jsonl", {},
+      [&ids](const TraceRequest& row, std::uint32_t) { ids = row.prefix_hashes.size(); });
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_GT(ids, 2'000'000u);
 }
 
 // Found by fuzz_trace_import: year 4046 overflowed the nanosecond arithmetic.
 TEST(ImportersTest, DateTimesBeyondTheNanosecondRangeAreBadTimestamps) {
-  const std::string text = "TIMESTAMP,ContextTokens,GeneratedTokens\n4046-11-16 18:15:46.6805900,374,44\n";
-  Result<ImportReport> r = ImportTraceBuffer(text, "a.csv", {}, [](const TraceRequest&, std::uint32_t) {});
+  const std::string text =
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n4046-11-16 18:15:46.6805900,374,44\n";
+  Result<ImportReport> r =
+      ImportTraceBuffer(text, "a.csv", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
-            "a.csv:2: timestamp \"4046-11-16 18:15:46.6805900\" is not a date-time (YYYY-MM-DD HH:MM:SS[.fffffff]) "
+            "a.csv:2: timestamp \"4046-11-16 18:15:46.6805900\" is not a date-time (YYYY-MM-DD "
+            "HH:MM:SS[.fffffff]) "
             "or a number");
 }
 
@@ -465,8 +504,9 @@ TEST(ImportersTest, ManyQuotedFieldsOnOneLine) {
   options.format = TraceFormat::kCsv;
   options.columns = *ParseCsvColumns("time=ts,input=in,output=out,model=x39");
   std::vector<TraceRequest> rows;
-  Result<ImportReport> r = ImportTraceBuffer(header + "\n" + row + "\n", "q.csv", options,
-                                             [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
+  Result<ImportReport> r =
+      ImportTraceBuffer(header + "\n" + row + "\n", "q.csv", options,
+                        [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].input_tokens, 2u);
@@ -481,7 +521,8 @@ TEST(ImportersTest, SinceStartFormatsDoNotGuessEpochUnits) {
       "{\"arrival_s\":189388802.5,\"input_tokens\":1,\"output_tokens\":1}\n"
       "{\"arrival_s\":0,\"input_tokens\":1,\"output_tokens\":1}\n";
   std::vector<TraceRequest> rows;
-  Result<ImportReport> r = ImportTraceBuffer(text, "t.jsonl", {}, [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
+  Result<ImportReport> r = ImportTraceBuffer(
+      text, "t.jsonl", {}, [&rows](const TraceRequest& t, std::uint32_t) { rows.push_back(t); });
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_DOUBLE_EQ(rows[1].arrival_s, -189388802.5);
@@ -490,8 +531,10 @@ TEST(ImportersTest, SinceStartFormatsDoNotGuessEpochUnits) {
 }
 
 TEST(ImportersTest, CsvNamesMustBeUtf8) {
-  const std::string text = "Timestamp,Model,Request tokens,Response tokens\n1,GPT\xF1,10,2\n2,GPT-4,10,2\n";
-  Result<ImportReport> r = ImportTraceBuffer(text, "b.csv", {}, [](const TraceRequest&, std::uint32_t) {});
+  const std::string text =
+      "Timestamp,Model,Request tokens,Response tokens\n1,GPT\xF1,10,2\n2,GPT-4,10,2\n";
+  Result<ImportReport> r =
+      ImportTraceBuffer(text, "b.csv", {}, [](const TraceRequest&, std::uint32_t) {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "b.csv:2: name \"GPT\xF1\" is not UTF-8");
 }
@@ -508,12 +551,172 @@ TEST(ImportersTest, OptionParsers) {
 
 TEST(ImportersTest, TextBlockIdsCutEveryFourBytesPerToken) {
   const std::string text(100, 'a');
-  const std::vector<std::uint64_t> ids = TextBlockIds(text, 4);  // 16-byte blocks: 6 full + 1 partial
+  const std::vector<std::uint64_t> ids =
+      TextBlockIds(text, 4);  // 16-byte blocks: 6 full + 1 partial
   ASSERT_EQ(ids.size(), 7u);
   EXPECT_EQ(ids[0], ids[5]);
   EXPECT_NE(ids[5], ids[6]);
   EXPECT_EQ(EstimateTokens(0), 0u);
   EXPECT_EQ(EstimateTokens(5), 2u);
+}
+
+// Issue 15, item 3: ShareGPT edge cases.
+Result<ImportReport> Buffer(const std::string& text, const std::string& name,
+                            std::vector<TraceRequest>* rows, ImportOptions options = {}) {
+  return ImportTraceBuffer(text, name, options, [rows](const TraceRequest& r, std::uint32_t) {
+    if (rows != nullptr) rows->push_back(r);
+  });
+}
+
+TEST(ImportersTest, ShareGptWithAByteOrderMarkReadsAsWithout) {
+  const std::string plain = ReadFile(Data("sharegpt_small.json")).value();
+  std::vector<TraceRequest> without, with;
+  Result<ImportReport> a = Buffer(plain, "s.json", &without);
+  Result<ImportReport> b = Buffer("\xEF\xBB\xBF" + plain, "s.json", &with);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->format, TraceFormat::kShareGpt);
+  ASSERT_EQ(with.size(), 3u);
+  EXPECT_EQ(with, without);
+}
+
+TEST(ImportersTest, TruncatedShareGptSaysWhereTheJsonEnds) {
+  const std::string plain = ReadFile(Data("sharegpt_small.json")).value();
+  const std::string cut =
+      plain.substr(0, 200);  // inside a string of the first conversation, line 5
+  Result<ImportReport> r = Buffer(cut, "cut.json", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidInput);
+  const std::string& m = r.error().message;
+  EXPECT_EQ(m.rfind("cut.json: not valid JSON at line 5, column 41 (byte 200): ", 0), 0u) << m;
+  EXPECT_NE(m.find("(the file ends there: truncated?)"), std::string::npos) << m;
+  // A syntax error in the middle names its own place, and is not called a truncation.
+  std::string broken = plain;
+  broken.replace(broken.find("\"conv2\""), 7, "conv2");
+  r = Buffer(broken, "broken.json", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("broken.json: not valid JSON at line 9, column 10 (byte 443)"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(r.error().message.find("truncated"), std::string::npos) << r.error().message;
+}
+
+TEST(ImportersTest, ShareGptWithoutItsArrayNamesTheConversationId) {
+  const std::string text =
+      R"([{"id": "abc-123", "turns": []}, {"id": "ok", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}])";
+  Result<ImportReport> r = Buffer(text, "s.json", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(
+      r.error().message,
+      "s.json: conversation 1 (id \"abc-123\"): no \"conversations\" (or \"messages\") array");
+  ImportOptions skip;
+  skip.skip_invalid = true;
+  r = Buffer(text, "s.json", nullptr, skip);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->rows, 1u);
+  ASSERT_EQ(r->skipped.size(), 1u);
+  EXPECT_NE(r->skipped[0].first_message.find("(id \"abc-123\")"), std::string::npos);
+}
+
+TEST(ImportersTest, ShareGptRowsAsJsonlAreShareGpt) {
+  // The array file, one conversation a line, reads to the same requests (source lines differ).
+  const std::string jsonl =
+      R"({"id": "conv1", "conversations": [{"from": "system", "value": "You are a helpful assistant."}, {"from": "human", "value": "What is a KV cache?"}, {"from": "gpt", "value": "It stores the keys and values of earlier tokens so they are not recomputed."}, {"from": "human", "value": "And paged attention?"}, {"from": "gpt", "value": "It keeps the KV cache in fixed-size blocks, like virtual memory pages."}]})"
+      "\n"
+      R"({"id": "conv2", "conversations": [{"from": "human", "value": "Hello"}, {"from": "gpt", "value": "Hi! How can I help?"}, {"from": "human", "value": "Never mind"}]})"
+      "\n";
+  std::vector<TraceRequest> from_lines, from_array;
+  Result<ImportReport> lines = Buffer(jsonl, "s.jsonl", &from_lines);
+  ASSERT_TRUE(lines.ok()) << lines.error().message;
+  EXPECT_EQ(lines->format, TraceFormat::kShareGpt);
+  EXPECT_FALSE(lines->arrivals_known);
+  ASSERT_TRUE(Buffer(ReadFile(Data("sharegpt_small.json")).value(), "s.json", &from_array).ok());
+  ASSERT_EQ(from_lines.size(), from_array.size());
+  for (std::size_t i = 0; i < from_lines.size(); ++i) {
+    from_lines[i].source_line = from_array[i].source_line = 0;
+    EXPECT_EQ(from_lines[i], from_array[i]) << i;
+  }
+  // Chat "messages" without a timestamp are conversations too, not OpenAI log rows missing one.
+  const std::string messages =
+      R"({"id": 7, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]})"
+      "\n";
+  std::vector<TraceRequest> rows;
+  Result<ImportReport> m = Buffer(messages, "m.jsonl", &rows);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->format, TraceFormat::kShareGpt);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].session_id, "7");
+  // With a timestamp, the same line is an OpenAI log row.
+  EXPECT_EQ(*DetectTraceFormat(R"({"timestamp": 1, "messages": [], "max_tokens": 5})", "x"),
+            TraceFormat::kOpenAiLog);
+  // A bad line names file:line and the conversation id.
+  const std::string bad = jsonl + R"({"id": "conv3", "conversations": 5})" + "\n";
+  Result<ImportReport> b = Buffer(bad, "b.jsonl", nullptr);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().message,
+            "b.jsonl:3 (id \"conv3\"): no \"conversations\" (or \"messages\") array");
+}
+
+// Issue 15, item 4: a line holding only white space is a blank line in every format: ignored,
+// with or without --skip-invalid, and counted in a note.
+TEST(ImportersTest, WhitespaceOnlyLinesAreBlankLinesAndNoted) {
+  const std::string mooncake =
+      "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n \n"
+      "{\"timestamp\": 10, \"input_length\": 6, \"output_length\": 2}\n\t \n\n";
+  const std::string csv =
+      "Timestamp,Model,Request tokens,Response tokens\n1,GPT,10,2\n   \n2,GPT,10,2\n";
+  for (const auto& [text, name] : {std::pair{mooncake, "m.jsonl"}, std::pair{csv, "b.csv"}}) {
+    for (const bool skip : {false, true}) {
+      ImportOptions options;
+      options.skip_invalid = skip;
+      Result<ImportReport> r = Buffer(text, name, nullptr, options);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      EXPECT_EQ(r->rows, 2u);
+      EXPECT_EQ(r->SkippedTotal(), 0u);
+      const std::string first = std::string(name) + (std::string(name) == "m.jsonl" ? ":2" : ":3");
+      const std::string note =
+          std::string(name) == "m.jsonl"
+              ? "3 blank lines (empty or only spaces and tabs) ignored (first: " + first + ")"
+              : "1 blank line (empty or only spaces and tabs) ignored (first: " + first + ")";
+      EXPECT_NE(std::find(r->notes.begin(), r->notes.end(), note), r->notes.end()) << name;
+    }
+  }
+}
+
+TEST(ImportersTest, BurstGptRowCutInsideItsLastColumnIsReported) {
+  const std::string whole = ReadFile(Data("burstgpt_sessions.csv")).value();
+  ASSERT_EQ(whole.back(), '\n');
+  Result<ImportReport> ok = Buffer(whole, "b.csv", nullptr);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  // Cut inside "Conversation log" of the last row.
+  const std::string cut = whole.substr(0, whole.size() - 5);
+  Result<ImportReport> r = Buffer(cut, "b.csv", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(
+      r.error().message,
+      "b.csv:4: the last row ends without a line end and its \"Log Type\" \"Conversation\" is not "
+      "\"Conversation log\" or \"API log\": the file looks cut short");
+  // The same whole row without a final line end is fine.
+  Result<ImportReport> unterminated = Buffer(whole.substr(0, whole.size() - 1), "b.csv", nullptr);
+  ASSERT_TRUE(unterminated.ok()) << unterminated.error().message;
+  EXPECT_EQ(unterminated->rows, ok->rows);
+  // Cut inside "Total tokens" when it is the last column.
+  const std::string totals =
+      "Timestamp,Model,Request tokens,Response tokens,Total "
+      "tokens\n1,GPT,100,20,120\n2,GPT,180,40,22";
+  r = Buffer(totals, "t.csv", nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(
+                "t.csv:3: the last row ends without a line end and its \"Total tokens\" \"22\""),
+            std::string::npos)
+      << r.error().message;
+  // With --skip-invalid it is counted.
+  ImportOptions skip;
+  skip.skip_invalid = true;
+  r = Buffer(totals, "t.csv", nullptr, skip);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->rows, 1u);
+  EXPECT_EQ(r->SkippedTotal(), 1u);
 }
 
 }  // namespace

@@ -9,40 +9,43 @@
 // fingerprint.json reads back to the same file.
 #include "workload/synthesis.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/rng.h"
-#include <fmt/format.h>
 #include "workload/trace_jsonl.h"
 
 namespace bakeoff::workload {
 namespace {
 
 // The tolerances of docs/workloads.md, "Synthesis".
-constexpr double kRateTolerance = 0.05;      // relative
-constexpr double kGapCvTolerance = 0.10;     // relative
-constexpr double kTiedShareTolerance = 0.02; // absolute
-constexpr double kLengthTolerance = 0.10;    // relative, p50 and p90 of input and output
-constexpr double kPearsonLogTolerance = 0.1; // absolute
+constexpr double kRateTolerance = 0.05;         // relative
+constexpr double kGapCvTolerance = 0.10;        // relative
+constexpr double kTiedShareTolerance = 0.02;    // absolute
+constexpr double kLengthTolerance = 0.10;       // relative, p50 and p90 of input and output
+constexpr double kPearsonLogTolerance = 0.1;    // absolute
 constexpr double kPrefixReuseTolerance = 0.05;  // absolute
-constexpr double kMixTolerance = 0.03;       // absolute, shares of structured output and sessions
+constexpr double kMixTolerance = 0.03;  // absolute, shares of structured output and sessions
 // Peak-to-mean, relative: over 1 s and 10 s windows (peaks of a few to a few dozen requests, as
 // noisy between two realizations of one process), over 60 s windows, and over 600 s and longer.
 constexpr double kPeakToMeanShortTolerance = 0.30;
 constexpr double kPeakToMeanMinuteTolerance = 0.15;
 constexpr double kPeakToMeanLongTolerance = 0.10;
-constexpr double kDiurnalShareTolerance = 0.03;     // total variation distance of the hour-of-day shares
+constexpr double kDiurnalShareTolerance =
+    0.03;  // total variation distance of the hour-of-day shares
 constexpr double kDiurnalPeakToTroughTolerance = 0.15;  // relative, busiest / quietest hour of day
 
 std::filesystem::path SharedDir() {
   if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
-  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() / "shared";
+  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() /
+         "shared";
 }
 
 std::string Jsonl(const Trace& t) {
@@ -54,57 +57,96 @@ std::string Jsonl(const Trace& t) {
   return out;
 }
 
-double Rel(double got, double want) { return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want); }
+double Rel(double got, double want) {
+  return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want);
+}
+
+// The tolerances of docs/workloads.md ("Tolerances of the round trip") that a synthesized
+// trace's fingerprint breaks against its source's, one line each; empty when all hold. Without
+// `peaks`, peak-to-mean is left out.
+std::vector<std::string> Mismatches(const Fingerprint& src, const Fingerprint& syn,
+                                    bool peaks = true) {
+  std::vector<std::string> out;
+  auto check = [&out](bool ok, const std::string& what) {
+    if (!ok) out.push_back(what);
+  };
+  check(Rel(syn.mean_rps, src.mean_rps) <= kRateTolerance,
+        fmt::format("mean rate {:.4g} vs {:.4g}", syn.mean_rps, src.mean_rps));
+  for (std::size_t i = 0; peaks && i < src.rate_windows.size(); ++i) {
+    const RateWindow& w = src.rate_windows[i];
+    if (w.window_s > syn.duration_s) continue;  // the synthesized trace may end a little sooner
+    if (i >= syn.rate_windows.size() || syn.rate_windows[i].window_s != w.window_s) {
+      out.push_back(fmt::format("no peak-to-mean over {} s windows", w.window_s));
+      continue;
+    }
+    const double tolerance = w.window_s <= 10   ? kPeakToMeanShortTolerance
+                             : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
+                                                : kPeakToMeanLongTolerance;
+    check(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean) <= tolerance,
+          fmt::format("peak-to-mean over {} s windows {:.3g} vs {:.3g}", w.window_s,
+                      syn.rate_windows[i].peak_to_mean, w.peak_to_mean));
+  }
+  check(Rel(syn.gap_cv, src.gap_cv) <= kGapCvTolerance,
+        fmt::format("gap CV {:.4g} vs {:.4g}", syn.gap_cv, src.gap_cv));
+  check(std::abs(syn.tied_share - src.tied_share) <= kTiedShareTolerance,
+        fmt::format("tied gap share {:.4g} vs {:.4g}", syn.tied_share, src.tied_share));
+  const std::pair<const char*, std::pair<double, double>> lengths[] = {
+      {"input p50", {syn.input.summary.p50.value, src.input.summary.p50.value}},
+      {"input p90", {syn.input.summary.p90.value, src.input.summary.p90.value}},
+      {"output p50", {syn.output.summary.p50.value, src.output.summary.p50.value}},
+      {"output p90", {syn.output.summary.p90.value, src.output.summary.p90.value}}};
+  for (const auto& [what, v] : lengths) {
+    check(Rel(v.first, v.second) <= kLengthTolerance,
+          fmt::format("{} {} vs {}", what, v.first, v.second));
+  }
+  check(std::abs(syn.pearson_log - src.pearson_log) <= kPearsonLogTolerance,
+        fmt::format("pearson_log {:.3f} vs {:.3f}", syn.pearson_log, src.pearson_log));
+  check(syn.prefix_reuse.has_value() == src.prefix_reuse.has_value(),
+        "prefix reuse present in one only");
+  if (src.prefix_reuse && syn.prefix_reuse) {
+    check(std::abs(*syn.prefix_reuse - *src.prefix_reuse) <= kPrefixReuseTolerance,
+          fmt::format("prefix reuse {:.3f} vs {:.3f}", *syn.prefix_reuse, *src.prefix_reuse));
+  }
+  const auto share = [](std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  check(std::abs(share(syn.structured_output, syn.requests) -
+                 share(src.structured_output, src.requests)) <= kMixTolerance,
+        "structured-output share");
+  check(std::abs(share(syn.requests_in_sessions, syn.requests) -
+                 share(src.requests_in_sessions, src.requests)) <= kMixTolerance,
+        "share of requests in sessions");
+  if (src.sessions > 0) {
+    check(Rel(syn.turns_per_session.mean, src.turns_per_session.mean) <= 0.15,
+          "mean turns per session");
+  }
+  return out;
+}
 
 // Compares a synthesized trace's fingerprint with its source's and prints the errors.
-void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name) {
-  std::printf("[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%%  "
-              "out p50 %+.1f%% p90 %+.1f%%  pearson_log %.3f->%.3f",
-              name.c_str(), 100 * (syn.mean_rps / src.mean_rps - 1), src.gap_cv, syn.gap_cv,
-              100 * (syn.gap_cv / src.gap_cv - 1), src.tied_share, syn.tied_share,
-              100 * (syn.input.summary.p50.value / src.input.summary.p50.value - 1),
-              100 * (syn.input.summary.p90.value / src.input.summary.p90.value - 1),
-              100 * (syn.output.summary.p50.value / src.output.summary.p50.value - 1),
-              100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
-              syn.pearson_log);
-  if (src.prefix_reuse && syn.prefix_reuse) std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
+void ExpectMatches(const Fingerprint& src, const Fingerprint& syn, const std::string& name,
+                   bool assert_all = true) {
+  std::printf(
+      "[%s] rate %+.1f%%  gap CV %.2f->%.2f (%+.1f%%)  tied %.3f->%.3f  in p50 %+.1f%% p90 %+.1f%% "
+      " "
+      "out p50 %+.1f%% p90 %+.1f%%  pearson_log %.3f->%.3f",
+      name.c_str(), 100 * (syn.mean_rps / src.mean_rps - 1), src.gap_cv, syn.gap_cv,
+      100 * (syn.gap_cv / src.gap_cv - 1), src.tied_share, syn.tied_share,
+      100 * (syn.input.summary.p50.value / src.input.summary.p50.value - 1),
+      100 * (syn.input.summary.p90.value / src.input.summary.p90.value - 1),
+      100 * (syn.output.summary.p50.value / src.output.summary.p50.value - 1),
+      100 * (syn.output.summary.p90.value / src.output.summary.p90.value - 1), src.pearson_log,
+      syn.pearson_log);
+  if (src.prefix_reuse && syn.prefix_reuse)
+    std::printf("  prefix %.3f->%.3f", *src.prefix_reuse, *syn.prefix_reuse);
   std::printf("\n  peak-to-mean:");
   for (std::size_t i = 0; i < src.rate_windows.size() && i < syn.rate_windows.size(); ++i) {
     std::printf(" %gs %.2f->%.2f", src.rate_windows[i].window_s, src.rate_windows[i].peak_to_mean,
                 syn.rate_windows[i].peak_to_mean);
   }
   std::printf("\n");
-  EXPECT_LE(Rel(syn.mean_rps, src.mean_rps), kRateTolerance) << name;
-  for (std::size_t i = 0; i < src.rate_windows.size(); ++i) {
-    const RateWindow& w = src.rate_windows[i];
-    if (w.window_s > syn.duration_s) continue;  // the synthesized trace may end a little sooner
-    ASSERT_LT(i, syn.rate_windows.size()) << name;
-    ASSERT_EQ(syn.rate_windows[i].window_s, w.window_s) << name;
-    EXPECT_LE(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean),
-              w.window_s <= 10 ? kPeakToMeanShortTolerance
-              : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
-                                 : kPeakToMeanLongTolerance)
-        << name << ": peak-to-mean over " << w.window_s << " s windows";
-  }
-  EXPECT_LE(Rel(syn.gap_cv, src.gap_cv), kGapCvTolerance) << name;
-  EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
-  EXPECT_LE(Rel(syn.input.summary.p50.value, src.input.summary.p50.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.input.summary.p90.value, src.input.summary.p90.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.output.summary.p50.value, src.output.summary.p50.value), kLengthTolerance) << name;
-  EXPECT_LE(Rel(syn.output.summary.p90.value, src.output.summary.p90.value), kLengthTolerance) << name;
-  EXPECT_NEAR(syn.pearson_log, src.pearson_log, kPearsonLogTolerance) << name;
-  ASSERT_EQ(syn.prefix_reuse.has_value(), src.prefix_reuse.has_value()) << name;
-  if (src.prefix_reuse) {
-    EXPECT_NEAR(*syn.prefix_reuse, *src.prefix_reuse, kPrefixReuseTolerance) << name;
-  }
-  const auto share = [](std::uint64_t part, std::uint64_t whole) {
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-  };
-  EXPECT_NEAR(share(syn.structured_output, syn.requests), share(src.structured_output, src.requests), kMixTolerance);
-  EXPECT_NEAR(share(syn.requests_in_sessions, syn.requests), share(src.requests_in_sessions, src.requests),
-              kMixTolerance);
-  if (src.sessions > 0) {
-    EXPECT_LE(Rel(syn.turns_per_session.mean, src.turns_per_session.mean), 0.15) << name;
+  if (assert_all) {
+    for (const std::string& m : Mismatches(src, syn)) ADD_FAILURE() << name << ": " << m;
   }
 }
 
@@ -126,11 +168,13 @@ Trace HandMade() {
     r.arrival_s = now;
     const double z = rng.Normal();
     r.input_tokens = static_cast<std::uint32_t>(std::exp(6.5 + 0.8 * z));
-    r.output_tokens = static_cast<std::uint32_t>(std::exp(4.5 + 0.7 * (0.6 * z + 0.8 * rng.Normal())));
+    r.output_tokens =
+        static_cast<std::uint32_t>(std::exp(4.5 + 0.7 * (0.6 * z + 0.8 * rng.Normal())));
     const std::uint32_t blocks = (r.input_tokens + 15) / 16;
     const auto& s = sys[rng.Below(2)];
     const std::uint32_t shared = rng.Uniform() < 0.7 ? std::min<std::uint32_t>(blocks, 40) : 0;
-    for (std::uint32_t b = 0; b < blocks; ++b) r.prefix_hashes.push_back(b < shared ? s[b] : rng.Next());
+    for (std::uint32_t b = 0; b < blocks; ++b)
+      r.prefix_hashes.push_back(b < shared ? s[b] : rng.Next());
     r.structured_output = rng.Uniform() < 0.2;
     r.model = rng.Uniform() < 0.75 ? "base" : "lora-a";
     t.requests.push_back(r);
@@ -162,11 +206,14 @@ Trace DiurnalSource() {
   return t;
 }
 
-// Total variation distance between two hour-of-day profiles: half the sum of the shares' differences.
-double HourlyDistance(const std::array<std::uint64_t, 24>& a, const std::array<std::uint64_t, 24>& b) {
+// Total variation distance between two hour-of-day profiles: half the sum of the shares'
+// differences.
+double HourlyDistance(const std::array<std::uint64_t, 24>& a,
+                      const std::array<std::uint64_t, 24>& b) {
   double ta = 0, tb = 0, d = 0;
   for (int h = 0; h < 24; ++h) ta += static_cast<double>(a[h]), tb += static_cast<double>(b[h]);
-  for (int h = 0; h < 24; ++h) d += std::abs(static_cast<double>(a[h]) / ta - static_cast<double>(b[h]) / tb);
+  for (int h = 0; h < 24; ++h)
+    d += std::abs(static_cast<double>(a[h]) / ta - static_cast<double>(b[h]) / tb);
   return d / 2;
 }
 
@@ -178,10 +225,12 @@ bool DiurnalMatches(const Fingerprint& src, const Fingerprint& syn, const std::s
     return false;
   }
   const double distance = HourlyDistance(*src.hourly, *syn.hourly);
-  std::printf("[%s] diurnal: hour-of-day distance %.3f, peak/trough %.2f->%.2f (%s)\n", name.c_str(), distance,
-              *src.hourly_peak_to_trough, *syn.hourly_peak_to_trough, syn.hourly_basis.c_str());
+  std::printf("[%s] diurnal: hour-of-day distance %.3f, peak/trough %.2f->%.2f (%s)\n",
+              name.c_str(), distance, *src.hourly_peak_to_trough, *syn.hourly_peak_to_trough,
+              syn.hourly_basis.c_str());
   return distance <= kDiurnalShareTolerance &&
-         Rel(*syn.hourly_peak_to_trough, *src.hourly_peak_to_trough) <= kDiurnalPeakToTroughTolerance &&
+         Rel(*syn.hourly_peak_to_trough, *src.hourly_peak_to_trough) <=
+             kDiurnalPeakToTroughTolerance &&
          syn.hourly_basis == src.hourly_basis;
 }
 
@@ -268,8 +317,10 @@ TEST(SynthesisTest, SameSeedSameBytesOtherSeedDiffers) {
   EXPECT_EQ(Jsonl(*a), Jsonl(*b));
   EXPECT_NE(Jsonl(*a), Jsonl(*c));
   Result<WorkloadShape> shape = ParseWorkloadShape(
-      "rate_per_s: 4\ninput_tokens: {distribution: lognormal, median: 500, p99: 4000}\noutput_tokens: {fixed: 64}\n"
-      "sessions: {turns_mean: 3, think_time_s: 5}\nshared_prefix: {tokens: 1024, share: 0.5}\nrequests: 500\n",
+      "rate_per_s: 4\ninput_tokens: {distribution: lognormal, median: 500, p99: "
+      "4000}\noutput_tokens: {fixed: 64}\n"
+      "sessions: {turns_mean: 3, think_time_s: 5}\nshared_prefix: {tokens: 1024, share: "
+      "0.5}\nrequests: 500\n",
       "s.yaml");
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   o.seed = 3;
@@ -313,8 +364,9 @@ TEST(SynthesisTest, SessionsRoundTrip) {
       src.requests.push_back(r);
     }
   }
-  std::stable_sort(src.requests.begin(), src.requests.end(),
-                   [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(
+      src.requests.begin(), src.requests.end(),
+      [](const TraceRequest& a, const TraceRequest& b) { return a.arrival_s < b.arrival_s; });
   const Fingerprint f = FingerprintTrace(src);
   SynthesisOptions o;
   Result<Trace> t = SynthesizeFromFingerprint(f, o);
@@ -335,7 +387,8 @@ TEST(SynthesisTest, SessionsRoundTrip) {
 
 TEST(SynthesisTest, AzureTraceRoundTrip) {
   const std::filesystem::path path = SharedDir() / "data/traces/AzureLLMInferenceTrace_conv.csv";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
   Result<Fingerprint> src = FingerprintFile(path, {});
   ASSERT_TRUE(src.ok()) << src.error().message;
   // Through fingerprint.json, as `bakeoff synth --from-fingerprint` reads it.
@@ -350,7 +403,8 @@ TEST(SynthesisTest, AzureTraceRoundTrip) {
 
 TEST(SynthesisTest, MooncakeTraceRoundTrip) {
   const std::filesystem::path path = SharedDir() / "data/traces/mooncake_conversation_trace.jsonl";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "real trace not found at " << path << " (set BAKEOFF_SHARED_DIR)";
   Result<Fingerprint> src = FingerprintFile(path, {});
   ASSERT_TRUE(src.ok()) << src.error().message;
   Result<Fingerprint> read = ParseFingerprintJson(FingerprintJson(*src));
@@ -382,7 +436,8 @@ TEST(SynthesisTest, RateScaleDoublesTheRate) {
 
 TEST(SynthesisTest, TimeScaleStretchesAndWindowKeepsItsArrivals) {
   Result<WorkloadShape> shape = ParseWorkloadShape(
-      "rate_per_s: 10\narrival: constant\ninput_tokens: 100\noutput_tokens: 10\nduration_s: 100\n", "c.yaml");
+      "rate_per_s: 10\narrival: constant\ninput_tokens: 100\noutput_tokens: 10\nduration_s: 100\n",
+      "c.yaml");
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   SynthesisOptions o;
   Result<Trace> t = SynthesizeFromShape(*shape, o);
@@ -450,24 +505,28 @@ TEST(SynthesisTest, ShapeErrorsNameLineAndField) {
   };
   EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 10\noutput_tokens: lots\n"),
             "w.yaml:3: output_tokens: expected a number, got 'lots'");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens:\n  distribution: lognormal\n  median: 100\n  p99: 50\n"
-                  "output_tokens: 1\n"),
-            "w.yaml:5: input_tokens.p99: 50 is out of range [100, 4000000000]");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\narival: poisson\n").substr(0, 23),
-            "w.yaml:4: arival: unkno");
+  EXPECT_EQ(
+      error("rate_per_s: 2\ninput_tokens:\n  distribution: lognormal\n  median: 100\n  p99: 50\n"
+            "output_tokens: 1\n"),
+      "w.yaml:5: input_tokens.p99: 50 is out of range [100, 4000000000]");
+  EXPECT_EQ(
+      error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\narival: poisson\n").substr(0, 23),
+      "w.yaml:4: arival: unkno");
   EXPECT_EQ(error("rate_per_s: 2\narrival: bursty\ninput_tokens: 1\noutput_tokens: 1\n"),
             "w.yaml:2: arrival: 'bursty' is not one of poisson, gamma, constant");
   EXPECT_EQ(error("rate_per_s: -1\ninput_tokens: 1\noutput_tokens: 1\n"),
             "w.yaml:1: rate_per_s: -1 is out of range (0, 10000000]");
   EXPECT_EQ(error("input_tokens: 1\noutput_tokens: 1\n"), "w.yaml:1: rate_per_s: required");
-  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\nsessions:\n  turns: 3\n").substr(0, 35),
+  EXPECT_EQ(error("rate_per_s: 2\ninput_tokens: 1\noutput_tokens: 1\nsessions:\n  turns: 3\n")
+                .substr(0, 35),
             "w.yaml:5: sessions.turns: unknown f");
   EXPECT_EQ(error("rate_per_s: [1\n").substr(0, 22), "w.yaml:2: not valid YA");
 }
 
 TEST(SynthesisTest, ExampleShapesParseAndSynthesize) {
   for (const char* name : {"chatbot.yaml", "rag.yaml"}) {
-    const std::filesystem::path path = std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/workloads" / name;
+    const std::filesystem::path path =
+        std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/workloads" / name;
     Result<WorkloadShape> shape = LoadWorkloadShape(path);
     ASSERT_TRUE(shape.ok()) << shape.error().message;
     SynthesisOptions o;
@@ -492,6 +551,170 @@ TEST(SynthesisTest, OptionErrorsNameTheOption) {
   EXPECT_EQ(t.error().message, "window: needs 0 <= start < end");
 }
 
+// Issue 15, item 4: a rate scale or a window on a source without arrival times (ShareGPT) would
+// change nothing (or drop everything) silently; they are refused, naming the option.
+TEST(SynthesisTest, TimeOptionsWithoutArrivalTimesAreRefused) {
+  Result<Trace> sharegpt =
+      LoadTrace(std::string(BAKEOFF_TESTDATA_DIR) + "/traces/sharegpt_small.json", {});
+  ASSERT_TRUE(sharegpt.ok()) << sharegpt.error().message;
+  ASSERT_FALSE(sharegpt->arrivals_known);
+  SynthesisOptions rate;
+  rate.rate_scale = 2;
+  SynthesisOptions window;
+  window.window = {{0, 10}};
+  SynthesisOptions stretch;
+  stretch.time_scale = 2;
+  for (const auto& [options, name] :
+       {std::pair{rate, "rate scale (--rate-scale)"}, std::pair{window, "window (--window)"},
+        std::pair{stretch, "time scale (--time-scale)"}}) {
+    Trace t = *sharegpt;
+    Status s = ApplyTimeOptions(t, options);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidInput);
+    EXPECT_EQ(s.error().message.rfind(name, 0), 0u) << s.error().message;
+    EXPECT_NE(s.error().message.find("sharegpt_small.json"), std::string::npos)
+        << s.error().message;
+  }
+  Trace capped = *sharegpt;
+  SynthesisOptions requests;
+  requests.requests = 2;
+  ASSERT_TRUE(ApplyTimeOptions(capped, requests).ok());
+  EXPECT_EQ(capped.requests.size(), 2u);
+
+  const Fingerprint f = FingerprintTrace(*sharegpt);
+  for (const auto& [options, name] :
+       {std::pair{rate, "rate scale (--rate-scale)"}, std::pair{window, "window (--window)"}}) {
+    SynthesisOptions o = options;
+    o.requests = 5;
+    if (o.window) o.requests.reset();
+    Result<Trace> t = SynthesizeFromFingerprint(f, o);
+    ASSERT_FALSE(t.ok()) << name;
+    EXPECT_EQ(t.error().message.rfind(name, 0), 0u) << t.error().message;
+  }
+  SynthesisOptions plain;
+  plain.requests = 5;
+  Result<Trace> made = SynthesizeFromFingerprint(f, plain);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_EQ(made->requests.size(), 5u);
+}
+
+// Issue 15, item 1: property tests over generated sources spanning the burstiness real traces
+// show. A source's arrivals are instants whose gaps have coefficient of variation `cv` (0: evenly
+// spaced; below 1 Gamma; from 1 a two-phase hyperexponential with balanced means: bursts of
+// short gaps between long ones, drawn without underflow, so with no tied gaps); `batch_max` > 1
+// puts a batch of 1 to batch_max requests (uniformly) at each instant; `idle` switches the traffic
+// off for one hour after every two.
+struct GeneratedShape {
+  double cv = 1;
+  std::uint32_t batch_max = 1;
+  bool idle = false;
+  // false: the combined extremes (CV 13+ in batches with idle hours), where even the mean rate
+  // and CV are not held yet (docs/workloads.md, "Beyond the tolerances"): printed, not asserted.
+  bool held = true;
+  std::string Name() const {
+    return fmt::format("cv {} batches 1-{}{}", cv, batch_max, idle ? " idle hours" : "");
+  }
+};
+
+Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
+  constexpr std::size_t kRequests = 30'000;
+  constexpr double kRate = 1;  // requests per active second
+  Rng rng(seed);
+  Trace t;
+  t.source = g.Name();
+  const double instant_rate = kRate / ((1.0 + g.batch_max) / 2);
+  const double mean = 1 / instant_rate;
+  // Hyperexponential with balanced means: phase 1 with probability p, mean mean / (2p).
+  const double p = g.cv >= 1 ? (1 + std::sqrt((g.cv * g.cv - 1) / (g.cv * g.cv + 1))) / 2 : 1;
+  double active = 0;
+  while (t.requests.size() < kRequests) {
+    double gap = mean;
+    if (g.cv > 0 && g.cv < 1) {
+      const double k = 1 / (g.cv * g.cv);
+      gap = rng.Gamma(k, mean / k);
+    } else if (g.cv >= 1) {
+      const double phase = rng.Uniform() < p ? p : 1 - p;
+      gap = rng.Exponential(mean / (2 * phase));
+    }
+    active += gap;
+    const double real = g.idle ? active + std::floor(active / 7200) * 3600 : active;
+    const std::uint32_t batch =
+        g.batch_max > 1 ? 1 + static_cast<std::uint32_t>(rng.Below(g.batch_max)) : 1;
+    for (std::uint32_t i = 0; i < batch && t.requests.size() < kRequests; ++i) {
+      TraceRequest r;
+      r.arrival_s = real;
+      r.input_tokens = 100 + static_cast<std::uint32_t>(rng.Below(900));
+      r.output_tokens = 10 + static_cast<std::uint32_t>(rng.Below(200));
+      t.requests.push_back(r);
+    }
+  }
+  const double first = t.requests.front().arrival_s;
+  for (TraceRequest& r : t.requests) r.arrival_s -= first;
+  return t;
+}
+
+const GeneratedShape kGeneratedShapes[] = {
+    {0, 1, false},  {0.5, 1, false}, {1, 1, false},  {3, 1, false},         {8, 1, false},
+    {13, 1, false}, {20, 1, false},  {0, 10, false}, {1, 100, false},       {13, 20, false},
+    {1, 1, true},   {3, 1, true},    {13, 1, true},  {13, 20, true, false}, {20, 100, true, false},
+};
+
+// Every tolerance but peak-to-mean holds at every shape (mean rate, gap CV, tied share, lengths),
+// with arrivals in whole microseconds; peak-to-mean holds too for the renewal sources up to CV 3,
+// and is printed for the others (docs/workloads.md, "Beyond the tolerances", says where it does not
+// hold yet).
+TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
+  for (const GeneratedShape& g : kGeneratedShapes) {
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    const bool peaks = g.cv <= 3 && g.batch_max == 1 && !g.idle;
+    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+      SynthesisOptions o;
+      o.seed = seed;
+      Result<Trace> t = SynthesizeFromFingerprint(src, o);
+      ASSERT_TRUE(t.ok()) << t.error().message;
+      double smallest = INFINITY;
+      for (const TraceRequest& r : t->requests) {
+        if (r.arrival_s > 0) smallest = std::min(smallest, r.arrival_s);
+        EXPECT_EQ(r.arrival_s, std::round(r.arrival_s * 1e6) / 1e6) << g.Name();
+      }
+      // Arrivals are whole microseconds: nothing like 7.7e-139 s.
+      EXPECT_GE(smallest, 1e-6) << g.Name();
+      const Fingerprint syn = FingerprintTrace(*t);
+      const std::string name = fmt::format("{}, seed {}", g.Name(), seed);
+      std::printf("[%s] tied %.3f->%.3f\n", name.c_str(), src.tied_share, syn.tied_share);
+      ExpectMatches(src, syn, name, /*assert_all=*/false);  // prints every figure
+      for (const std::string& m : Mismatches(src, syn, peaks)) {
+        if (g.held) ADD_FAILURE() << name << ": " << m;
+      }
+      // Whatever the shape: no same-instant arrivals that the source does not have.
+      EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
+    }
+  }
+}
+
+// The control: the checks asserted at every shape (peak-to-mean left out) fail on a synthesis that
+// is wrong on purpose, Poisson arrivals in single requests (the fingerprint's burstiness, batches
+// and rate profile removed), for every source that is not Poisson already.
+TEST(SynthesisPropertyTest, TheChecksFailOnAWrongSynthesis) {
+  for (const GeneratedShape& g : kGeneratedShapes) {
+    if (g.cv == 1 && g.batch_max == 1 && !g.idle) continue;  // Poisson is right for it
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    Fingerprint wrong = src;
+    wrong.gap_cv = 1;
+    wrong.tied_share = 0;
+    wrong.batch_sizes = {{1, src.requests}};
+    wrong.rate_bins.clear();
+    wrong.hourly.reset();
+    Result<Trace> t = SynthesizeFromFingerprint(wrong, {});
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    const std::vector<std::string> broken = Mismatches(src, FingerprintTrace(*t), /*peaks=*/false);
+    std::printf("[%s] a Poisson synthesis breaks %zu tolerances%s%s\n", g.Name().c_str(),
+                broken.size(),
+                broken.empty() ? "" : ", first: ", broken.empty() ? "" : broken.front().c_str());
+    EXPECT_FALSE(broken.empty()) << g.Name();
+  }
+}
+
 TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
   Trace t = HandMade();
   for (std::size_t i = 0; i < t.requests.size(); i += 3) {
@@ -502,7 +725,8 @@ TEST(FingerprintJsonTest, ReadsBackToTheSameFile) {
   Result<Fingerprint> read = ParseFingerprintJson(json);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(FingerprintJson(*read), json);
-  Result<Fingerprint> bad = ParseFingerprintJson(R"({"schema_version": 1, "source": "x", "format": "y"})");
+  Result<Fingerprint> bad =
+      ParseFingerprintJson(R"({"schema_version": 1, "source": "x", "format": "y"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "fingerprint.json: requests: missing");
   bad = ParseFingerprintJson("{");
