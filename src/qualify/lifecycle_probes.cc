@@ -189,7 +189,8 @@ void ProbeColdStart(ProbeContext& context, ProbeResult& result) {
   const target::LaunchedProcess& process = *context.candidate.process();
   std::vector<std::string> evidence = {
       context.evidence.Write("timeline.json", TimelineJson(t).dump(2) + "\n"),
-      process.stdout_path().string(), process.stderr_path().string()};
+      context.evidence.Relative(process.stdout_path()),
+      context.evidence.Relative(process.stderr_path())};
   if (t.port_open) result.Measure("port_open", Since(t.spawned, *t.port_open), "s");
   if (t.health_ready) result.Measure("health_ready", Since(t.spawned, *t.health_ready), "s");
   if (t.first_answer) result.Measure("first_answer", Since(t.spawned, *t.first_answer), "s");
@@ -404,8 +405,8 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   result.Measure("streams_completed", static_cast<double>(completed), "streams");
   result.Measure("streams_errored", static_cast<double>(errored), "streams");
   result.Measure("streams_cut", static_cast<double>(cut + hung), "streams");
-  const std::vector<std::string> with_logs = {evidence,
-                                              candidate.process()->stderr_path().string()};
+  const std::vector<std::string> with_logs = {
+      evidence, context.evidence.Relative(candidate.process()->stderr_path())};
   if (cut + hung > 0) {
     result.Find(
         Severity::kDisqualifying, "streams_cut_silently",
@@ -467,7 +468,7 @@ void ProbeRestart(ProbeContext& context, ProbeResult& result) {
   if (!ready.ok()) {
     result.Find(Severity::kDisqualifying, "not_back",
                 "after SIGKILL and a relaunch it did not answer again: " + ready.error().message,
-                {candidate.process()->stderr_path().string()});
+                {context.evidence.Relative(candidate.process()->stderr_path())});
     return;
   }
   result.Measure("kill_to_first_answer", Seconds(*ready - killed), "s");

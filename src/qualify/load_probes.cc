@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include "dialect/openai.h"
+#include "qualify/metrics_scrape.h"
 #include "qualify/probes.h"
 #include "qualify/stream_batch.h"
 
@@ -66,6 +67,47 @@ Recovery AwaitRecovery(ProbeContext& context, double idle, MonoTime since, Nanos
   return recovery;
 }
 
+// The engine's own view after a cancel: polls its running gauge every 100 ms until it reads 0 (up
+// to `limit`) and how many tokens it generated meanwhile. Unavailable without a running gauge.
+struct EngineStop {
+  bool available = false;
+  bool stopped = false;
+  double after_s = 0;                  // cancel -> running gauge at 0
+  std::optional<double> tokens_after;  // generation counter rise from 0.5 s after the cancel on
+};
+
+EngineStop AwaitEngineStop(ProbeContext& context, MonoTime cancelled, Nanos limit) {
+  EngineStop stop;
+  const MetricsScrape first = ScrapeMetrics(context.candidate);
+  if (!first.page) return stop;
+  const target::MetricFamilyName* running = FindSignal(*first.page, target::Signal::kRunning);
+  const target::MetricFamilyName* generated =
+      FindSignal(*first.page, target::Signal::kGenerationTokens);
+  if (running == nullptr) return stop;
+  stop.available = true;
+  std::optional<double> generated_start;
+  const MonoTime until = std::min(cancelled + limit, context.deadline);
+  while (!context.stop && std::chrono::steady_clock::now() < until) {
+    const MetricsScrape scrape = ScrapeMetrics(context.candidate);
+    if (scrape.page) {
+      const std::optional<double> count =
+          generated ? FamilyValue(*scrape.page, *generated) : std::nullopt;
+      if (count && !generated_start &&
+          std::chrono::steady_clock::now() - cancelled >= milliseconds(500)) {
+        generated_start = count;
+      }
+      if (count && generated_start) stop.tokens_after = *count - *generated_start;
+      if (FamilyValue(*scrape.page, *running).value_or(1) < 1) {
+        stop.stopped = true;
+        stop.after_s = Seconds(std::chrono::steady_clock::now() - cancelled);
+        return stop;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return stop;
+}
+
 }  // namespace
 
 void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
@@ -103,17 +145,36 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
     batch.CancelAll();
     const MonoTime cancelled = std::chrono::steady_clock::now();
     batch.Finish(Nanos{0});
+    const EngineStop engine = AwaitEngineStop(context, cancelled, seconds(30));
     const Recovery recovery = AwaitRecovery(context, *idle, cancelled, seconds(30));
     j[phase.name] = {{"streams", n},
                      {"answering_when_cancelled", answering},
                      {"first_yardstick_ratio", recovery.first_ratio},
                      {"recovered", recovery.recovered},
                      {"recovered_after_s", recovery.after_s}};
+    if (engine.available) {
+      j[phase.name]["engine_running_zero_after_s"] =
+          engine.stopped ? nlohmann::json(engine.after_s) : nlohmann::json(nullptr);
+      j[phase.name]["tokens_generated_after_cancel"] =
+          engine.tokens_after ? nlohmann::json(*engine.tokens_after) : nlohmann::json(nullptr);
+      if (engine.stopped)
+        result.Measure(std::string(phase.name) + "_engine_stop", engine.after_s, "s");
+    }
     result.Measure(std::string(phase.name) + "_recovery", recovery.after_s, "s");
     result.Measure(std::string(phase.name) + "_first_ratio", recovery.first_ratio, "x");
-    if (!recovery.recovered) {
-      result.Find(Severity::kDisqualifying,
-                  std::string("keeps_generating_after_") + phase.name + "_cancel",
+    const std::string code = std::string("keeps_generating_after_") + phase.name + "_cancel";
+    if (engine.available && (!engine.stopped || engine.after_s > 2.0) &&
+        engine.tokens_after.value_or(0) > 0) {
+      result.Find(
+          Severity::kDisqualifying, code,
+          fmt::format("after {} streams were cancelled in {}, the engine's running gauge stayed "
+                      "above 0 for "
+                      "{} and it generated {:.0f} more tokens for clients that had left",
+                      n, phase.name,
+                      engine.stopped ? fmt::format("{:.1f} s", engine.after_s) : "over 30 s",
+                      *engine.tokens_after));
+    } else if (!recovery.recovered) {
+      result.Find(Severity::kDisqualifying, code,
                   fmt::format("after {} streams were cancelled in {}, a {}-token request stayed "
                               "over {:.1f}x its idle "
                               "time for 30 s: the engine kept working for clients that had left",
@@ -193,7 +254,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
     result.Find(Severity::kDisqualifying, "died",
                 "the candidate died under overload (" +
                     candidate.process()->exit_status()->Describe() + ")",
-                {candidate.process()->stderr_path().string()});
+                {context.evidence.Relative(candidate.process()->stderr_path())});
   }
   if (shed == 0 && waiting_at_end > 0) {
     result.Find(Severity::kWarning, "queues_without_bound",

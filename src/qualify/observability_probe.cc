@@ -12,10 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dialect/openai.h"
+#include "qualify/metrics_scrape.h"
 #include "qualify/probes.h"
 #include "qualify/stream_batch.h"
-#include "target/metric_names.h"
-#include "target/prometheus.h"
 
 namespace bakeoff::qualify {
 namespace {
@@ -23,68 +22,11 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-struct Scrape {
-  int status = 0;
-  std::string error;
-  std::optional<target::MetricsPage> page;
-  std::string body;
-};
-
-Scrape ScrapeMetrics(const target::Candidate& candidate) {
-  net::HttpRequest request;
-  request.method = "GET";
-  request.path = candidate.spec().metrics_path;
-  request.content_type.clear();
-  Scrape scrape;
-  Result<net::FetchedResponse> response = candidate.Call(std::move(request), seconds(5));
-  if (!response.ok()) {
-    scrape.error = response.error().message;
-    return scrape;
-  }
-  scrape.status = response->head.status;
-  scrape.body = std::move(response->body);
-  if (scrape.status != 200) {
-    scrape.error = fmt::format("HTTP {}", scrape.status);
-    return scrape;
-  }
-  Result<target::MetricsPage> page = target::ParsePrometheusText(scrape.body);
-  if (!page.ok()) {
-    scrape.error = page.error().message;
-    return scrape;
-  }
-  scrape.page = std::move(page.value());
-  return scrape;
-}
-
-// The family a page has for `signal`, or nullptr.
-const target::MetricFamilyName* Present(const target::MetricsPage& page,
-                                        const target::SignalInfo& signal) {
-  for (const target::MetricFamilyName& family : signal.families) {
-    const bool found = family.kind == target::SignalKind::kHistogram
-                           ? page.HistogramOf(family.family).has_value()
-                           : (page.Sum(family.family).has_value() ||
-                              page.Sum(std::string(family.family) + "_total").has_value());
-    if (found) return &family;
-  }
-  return nullptr;
-}
-
-// The value a signal's family shows: a histogram's count, a counter's or gauge's sum.
-std::optional<double> Value(const target::MetricsPage& page,
-                            const target::MetricFamilyName& family) {
-  if (family.kind == target::SignalKind::kHistogram) {
-    const auto histogram = page.HistogramOf(family.family);
-    return histogram ? std::optional<double>(histogram->count) : std::nullopt;
-  }
-  if (auto total = page.Sum(std::string(family.family) + "_total")) return total;
-  return page.Sum(family.family);
-}
-
 }  // namespace
 
 void ProbeObservability(ProbeContext& context, ProbeResult& result) {
   target::Candidate& candidate = context.candidate;
-  const Scrape before = ScrapeMetrics(candidate);
+  const MetricsScrape before = ScrapeMetrics(candidate);
   const std::string page_evidence = context.evidence.Write("metrics_before.txt", before.body);
   if (!before.page) {
     result.Find(
@@ -106,20 +48,20 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                     StreamingBodies(candidate, 1, context.options.long_output_tokens * 2));
   batch.WaitStarted(1, seconds(30));
   std::this_thread::sleep_for(milliseconds(150));
-  const Scrape during = ScrapeMetrics(candidate);
+  const MetricsScrape during = ScrapeMetrics(candidate);
   const bool still_running = batch.Ended() == 0;
   const std::vector<measure::RequestRecord> records =
       batch.Finish(std::min<Nanos>(context.Remaining(), seconds(120)));
   std::this_thread::sleep_for(milliseconds(300));  // engines may update counters just after the end
-  const Scrape after = ScrapeMetrics(candidate);
+  const MetricsScrape after = ScrapeMetrics(candidate);
   context.evidence.Write("metrics_during.txt", during.body);
   context.evidence.Write("metrics_after.txt", after.body);
 
   nlohmann::ordered_json j;
   std::vector<std::string> missing_essential;
   for (const target::SignalInfo& signal : target::CanonicalSignals()) {
-    const target::MetricFamilyName* family = Present(*before.page, signal);
-    if (family == nullptr && after.page) family = Present(*after.page, signal);
+    const target::MetricFamilyName* family = FindSignal(*before.page, signal);
+    if (family == nullptr && after.page) family = FindSignal(*after.page, signal);
     if (family == nullptr) {
       result.AddCheck(std::string(signal.name), CheckStatus::kFail,
                       fmt::format("no metric for {}", signal.meaning));
@@ -129,9 +71,9 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
     }
     // NaN when a scrape could not read it.
     constexpr double kUnread = std::numeric_limits<double>::quiet_NaN();
-    const double v0 = Value(*before.page, *family).value_or(kUnread);
-    const double v1 = during.page ? Value(*during.page, *family).value_or(kUnread) : kUnread;
-    const double v2 = after.page ? Value(*after.page, *family).value_or(kUnread) : kUnread;
+    const double v0 = FamilyValue(*before.page, *family).value_or(kUnread);
+    const double v1 = during.page ? FamilyValue(*during.page, *family).value_or(kUnread) : kUnread;
+    const double v2 = after.page ? FamilyValue(*after.page, *family).value_or(kUnread) : kUnread;
     std::string movement;
     if (family->kind == target::SignalKind::kGauge) {
       movement = fmt::format("{} during the stream, {} after", v1, v2);

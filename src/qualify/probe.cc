@@ -146,6 +146,12 @@ const std::vector<ProbeInfo>& AllProbes() {
   return probes;
 }
 
+std::string Evidence::Relative(const std::filesystem::path& path) const {
+  std::error_code ec;
+  const std::filesystem::path relative = std::filesystem::proximate(path, out_dir_, ec);
+  return ec ? path.string() : relative.string();
+}
+
 Status ValidateProbeSelection(const ProbeRunOptions& options) {
   std::string known;
   for (const ProbeInfo& probe : AllProbes())

@@ -89,6 +89,8 @@ class Evidence {
                             const std::string& path, std::string_view request_body, int status,
                             std::string_view response_body, std::string_view error,
                             Nanos took) const;
+  // `path` (e.g. a log file in the output folder) relative to the output folder, for findings.
+  std::string Relative(const std::filesystem::path& path) const;
   const std::filesystem::path& out_dir() const { return out_dir_; }
 
  private:

@@ -1,6 +1,7 @@
 // `bakeoff probe` against `bakeoff emulate`, launched by the probe itself: the lifecycle and load
 // probes pass on a well-behaved emulator, and each fault knob flips its probe to the finding it
 // should raise. Every test checks that no process is left behind (the port is free again).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,9 +82,10 @@ ProbeOutcome ProbeEmulator(const std::string& emulate_flags, std::vector<std::st
                                    "--port",
                                    std::to_string(outcome.port),
                                    "--out",
-                                   out.string(),
-                                   "--grace",
-                                   "10s"};
+                                   out.string()};
+  if (std::find(probe_flags.begin(), probe_flags.end(), "--grace") == probe_flags.end()) {
+    probe_flags.insert(probe_flags.end(), {"--grace", "10s"});
+  }
   args.insert(args.end(), probe_flags.begin(), probe_flags.end());
   outcome.process = RunBakeoff(args, options);
   std::ifstream in(out / "probes.json");
@@ -166,6 +168,60 @@ TEST(ProbeLifecycleTest, AbortingStreamsAtSigtermEndsThemWithAnError) {
   EXPECT_EQ(o.Verdict("sigterm_drain"), "warn") << o.probes.dump(2);
   EXPECT_TRUE(o.HasFinding("sigterm_drain.streams_ended_with_error", "warning"))
       << o.probes.dump(2);
+}
+
+TEST(ProbeLifecycleTest, HealthThatBlocksWhenBusyIsFound) {
+  const ProbeOutcome o = ProbeEmulator("--fault-health-busy-delay-ms 1500",
+                                       {"--only", "readiness", "--saturation", "8"});
+  EXPECT_EQ(o.process.exit_code, 3) << o.process.output;
+  EXPECT_TRUE(o.HasFinding("readiness.health_blocks_when_busy", "disqualifying"))
+      << o.probes.dump(2);
+}
+
+TEST(ProbeLifecycleTest, OddNotReadyStatusAndLateHealthAreWarnings) {
+  const ProbeOutcome o =
+      ProbeEmulator("--startup-load 0.5 --not-ready-status 500 --fault-health-late-ms 6000",
+                    {"--only", "readiness"});
+  EXPECT_EQ(o.process.exit_code, 0) << o.process.output;
+  EXPECT_EQ(o.Verdict("readiness"), "warn") << o.probes.dump(2);
+  EXPECT_TRUE(o.HasFinding("readiness.nonstandard_not_ready_status", "warning"))
+      << o.probes.dump(2);
+  EXPECT_TRUE(o.HasFinding("readiness.serves_long_before_ready", "warning")) << o.probes.dump(2);
+}
+
+TEST(ProbeLifecycleTest, AnEngineThatIgnoresDisconnectsKeepsGenerating) {
+  // Its running gauge stays up and its generation counter keeps rising after the cancel.
+  const ProbeOutcome o = ProbeEmulator("--fault-ignore-disconnect",
+                                       {"--only", "cancellation", "--output-tokens", "128"});
+  EXPECT_EQ(o.process.exit_code, 3) << o.process.output;
+  EXPECT_TRUE(o.HasFinding("cancellation.keeps_generating_after_decode_cancel", "disqualifying"))
+      << o.probes.dump(2);
+  EXPECT_TRUE(o.HasFinding("cancellation.keeps_generating_after_prefill_cancel", "disqualifying"))
+      << o.probes.dump(2);
+}
+
+TEST(ProbeLifecycleTest, EverySigtermFaultFlipsTheDrainProbe) {
+  const ProbeOutcome cut = ProbeEmulator("--on-sigterm cut", {"--only", "sigterm_drain"});
+  EXPECT_EQ(cut.process.exit_code, 3) << cut.process.output;
+  EXPECT_TRUE(cut.HasFinding("sigterm_drain.streams_cut_silently", "disqualifying"))
+      << cut.probes.dump(2);
+
+  const ProbeOutcome crash = ProbeEmulator("--on-sigterm crash", {"--only", "sigterm_drain"});
+  EXPECT_EQ(crash.process.exit_code, 3) << crash.process.output;
+  EXPECT_TRUE(crash.HasFinding("sigterm_drain.crashed_on_sigterm", "disqualifying"))
+      << crash.probes.dump(2);
+
+  const ProbeOutcome ignore =
+      ProbeEmulator("--on-sigterm ignore", {"--only", "sigterm_drain", "--grace", "2s"});
+  EXPECT_EQ(ignore.process.exit_code, 3) << ignore.process.output;
+  EXPECT_TRUE(ignore.HasFinding("sigterm_drain.ignores_sigterm", "disqualifying"))
+      << ignore.probes.dump(2);
+}
+
+TEST(ProbeLifecycleTest, NoMetricsIsDisqualifying) {
+  const ProbeOutcome o = ProbeEmulator("--no-metrics", {"--only", "observability"});
+  EXPECT_EQ(o.process.exit_code, 3) << o.process.output;
+  EXPECT_TRUE(o.HasFinding("observability.no_metrics", "disqualifying")) << o.probes.dump(2);
 }
 
 TEST(ProbeLifecycleTest, UnboundedQueueIsFoundUnderOverload) {
