@@ -220,14 +220,16 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   const std::size_t waiting_at_end = n - batch.Started();
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
   const MonoTime load_stopped = std::chrono::steady_clock::now();
-  std::size_t served = 0, shed = 0, other_errors = 0, cut = 0;
-  for (const measure::RequestRecord& r : records) {
+  std::size_t served = 0, shed = 0, other_errors = 0, cut = 0, shed_with_retry_after = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const measure::RequestRecord& r = records[i];
     if (r.outcome == measure::Outcome::kOk ||
         (r.outcome == measure::Outcome::kCancelled && r.first_token)) {
       ++served;
     } else if (r.outcome == measure::Outcome::kHttpError &&
                (r.http_status == 429 || r.http_status == 503)) {
       ++shed;
+      if (!batch.retry_after()[i].empty()) ++shed_with_retry_after;
     } else if (r.outcome == measure::Outcome::kCancelled) {
       // still waiting when the window closed: counted in waiting_at_end
     } else if (r.outcome == measure::Outcome::kReset ||
@@ -247,6 +249,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
                               {"other_errors", other_errors},
                               {"reset_or_refused", cut},
                               {"waiting_at_end", waiting_at_end},
+                              {"shed_with_retry_after", shed_with_retry_after},
                               {"extra_request_status", probe_status},
                               {"retry_after", retry_after}};
   const bool died = candidate.launch_mode() && !candidate.Running();
@@ -264,9 +267,14 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
                             n, context.options.saturation_concurrency, waiting_at_end,
                             Seconds(context.options.overload_duration)));
   }
-  if ((shed > 0 || probe_status == 429 || probe_status == 503) && retry_after.empty()) {
+  const bool extra_refused = probe_status == 429 || probe_status == 503;
+  const std::size_t refusals = shed + (extra_refused ? 1 : 0);
+  const std::size_t without_retry_after =
+      shed - shed_with_retry_after + (extra_refused && retry_after.empty() ? 1 : 0);
+  if (without_retry_after > 0) {
     result.Find(Severity::kInfo, "shed_without_retry_after",
-                "refusals under overload carry no Retry-After header");
+                fmt::format("{} of {} refusals under overload carried no Retry-After header",
+                            without_retry_after, refusals));
   }
   if (other_errors + cut > 0) {
     result.Find(Severity::kWarning, "errors_under_overload",
@@ -290,45 +298,47 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
     result.Find(Severity::kDisqualifying, "no_recovery",
                 "no request succeeded in the 30 s after the overload stopped");
   }
-  // One request far past any limit: a clear 4xx, not a hang or a crash.
+  // One prompt far past the context (and so past any KV capacity): a clear 4xx, not a hang or a
+  // crash. Streamed, so an engine that accepts it is seen answering, not taken for a hang.
   if (!died && recovered_after) {
-    dialect::GenerationRequest huge;
-    huge.api = candidate.spec().api;
-    huge.model = candidate.model();
-    huge.stream = false;
-    huge.include_usage = false;
-    huge.max_tokens = 100'000'000;
-    huge.prompt = "Tell a story.";
-    net::HttpRequest request;
-    request.path = dialect::ApiPath(candidate.spec().api);
-    request.body = dialect::EncodeRequestBody(huge);
+    Result<target::TargetFacts> facts = candidate.Facts();
+    const std::uint64_t context_tokens =
+        facts.ok() ? facts->max_context_tokens.value_or(32768) : 32768;
+    const std::size_t words =
+        static_cast<std::size_t>(std::min<std::uint64_t>(context_tokens * 2, 1'000'000));
+    StreamBatch oversized(candidate.endpoint(), candidate.OptionsWithin(seconds(60)),
+                          dialect::ApiPath(candidate.spec().api),
+                          StreamingBodies(candidate, 1, 16, words));
     const MonoTime sent = std::chrono::steady_clock::now();
-    Result<net::FetchedResponse> response = candidate.Call(request, seconds(30));
-    const Nanos took = std::chrono::steady_clock::now() - sent;
-    const int status = response.ok() ? response->head.status : 0;
-    const std::string exchange = context.evidence.WriteExchange(
-        "oversized_request", "POST", request.path, request.body, status,
-        response.ok() ? response->body : "", response.ok() ? "" : response.error().message, took);
-    j["oversized_request_status"] = status;
+    oversized.WaitStarted(1, seconds(30));  // a first token or the end
+    const measure::RequestRecord r = oversized.Finish(Nanos{0}).front();
+    const std::string exchange = context.evidence.Write(
+        "oversized_prompt.json",
+        nlohmann::ordered_json{{"prompt_words", words},
+                               {"context_tokens", context_tokens},
+                               {"outcome", measure::OutcomeName(r.outcome)},
+                               {"http_status", r.http_status},
+                               {"error", r.error},
+                               {"took_s", Seconds(std::chrono::steady_clock::now() - sent)}}
+                .dump(2) +
+            "\n");
+    j["oversized_prompt_status"] = r.http_status;
+    const std::string what =
+        fmt::format("one prompt of {} words against a context of {} tokens", words, context_tokens);
     if (candidate.launch_mode() && !candidate.Running()) {
-      result.Find(Severity::kDisqualifying, "crash_on_oversized_request",
-                  "one request with max_tokens 100,000,000 killed the candidate", {exchange});
-    } else if (status == 0) {
+      result.Find(Severity::kDisqualifying, "crash_on_oversized_prompt",
+                  what + " killed the candidate", {exchange});
+    } else if (!r.headers_received) {
+      result.Find(Severity::kDisqualifying, "hang_on_oversized_prompt",
+                  what + " got no answer within 30 s", {exchange});
+    } else if (r.http_status >= 500) {
+      result.Find(Severity::kWarning, "server_error_on_oversized_prompt",
+                  fmt::format("{} got HTTP {} instead of a 4xx", what, r.http_status), {exchange});
+    } else if (r.http_status >= 200 && r.http_status < 300) {
       result.Find(
-          Severity::kDisqualifying, "hang_on_oversized_request",
-          "one request with max_tokens 100,000,000 got no answer: " + response.error().message,
+          Severity::kWarning, "oversized_prompt_accepted",
+          what + " was answered (2xx): the prompt was cut or the limit is not checked up front",
           {exchange});
-    } else if (status >= 500) {
-      result.Find(
-          Severity::kWarning, "server_error_on_oversized_request",
-          fmt::format("one request with max_tokens 100,000,000 got HTTP {} instead of a 4xx",
-                      status),
-          {exchange});
-    } else if (status >= 200 && status < 300) {
-      result.Find(Severity::kWarning, "oversized_request_accepted",
-                  "one request with max_tokens 100,000,000 was accepted (2xx): the limit is not "
-                  "checked up front",
-                  {exchange});
     }
   }
   const std::string evidence = context.evidence.Write("overload.json", j.dump(2) + "\n");

@@ -16,6 +16,7 @@ StreamBatch::StreamBatch(const net::Endpoint& endpoint, net::ClientOptions optio
   client_ = std::make_unique<net::HttpClient>(loop_, endpoint, std::move(options));
   done_.resize(bodies.size());
   ended_flags_.assign(bodies.size(), false);
+  retry_after_.resize(bodies.size());
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     exchanges_.push_back(
         std::make_unique<load::Exchange>(true, secret, [this, i](load::Exchange& exchange) {
@@ -23,6 +24,7 @@ StreamBatch::StreamBatch(const net::Endpoint& endpoint, net::ClientOptions optio
           done_[i] = exchange.record();
           ended_flags_[i] = true;
         }));
+    taps_.push_back(std::make_unique<HeaderTap>(exchanges_.back().get(), &retry_after_[i]));
   }
   loop_.Post([this, path, bodies] {
     const MonoTime now = std::chrono::steady_clock::now();
@@ -35,7 +37,7 @@ StreamBatch::StreamBatch(const net::Endpoint& endpoint, net::ClientOptions optio
       net::HttpRequest request;
       request.path = path;
       request.body = bodies[i];
-      client_->Start(std::move(request), exchanges_[i].get());
+      client_->Start(std::move(request), taps_[i].get());
     }
     Tally();
   });

@@ -46,13 +46,43 @@ class StreamBatch {
   // Waits up to `timeout` for every stream to end, cancels the rest, stops the thread, and returns
   // the records in request order. Call once.
   std::vector<measure::RequestRecord> Finish(Nanos timeout);
+  // Each stream's Retry-After header ("" when absent), in request order. Valid after Finish.
+  const std::vector<std::string>& retry_after() const { return retry_after_; }
 
  private:
+  // Hands every event to the stream's Exchange, keeping the one header the Exchange does not.
+  class HeaderTap final : public net::ResponseHandler {
+   public:
+    HeaderTap(load::Exchange* exchange, std::string* retry_after)
+        : exchange_(exchange), retry_after_(retry_after) {}
+    void OnConnected(MonoTime at, bool reused) override { exchange_->OnConnected(at, reused); }
+    void OnRequestWritten(MonoTime at) override { exchange_->OnRequestWritten(at); }
+    void OnStaleConnectionRetry(MonoTime at, std::string_view reason) override {
+      exchange_->OnStaleConnectionRetry(at, reason);
+    }
+    void OnHeaders(MonoTime at, const net::ResponseHead& head) override {
+      *retry_after_ = std::string(head.Header("Retry-After"));
+      exchange_->OnHeaders(at, head);
+    }
+    Status OnBody(MonoTime at, std::string_view bytes) override {
+      return exchange_->OnBody(at, bytes);
+    }
+    void OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) override {
+      exchange_->OnEnd(at, end, detail);
+    }
+
+   private:
+    load::Exchange* exchange_;
+    std::string* retry_after_;
+  };
+
   void Tally();  // loop thread: refreshes started_ and ended_
 
   net::EventLoop loop_;
   std::unique_ptr<net::HttpClient> client_;
   std::vector<std::unique_ptr<load::Exchange>> exchanges_;
+  std::vector<std::unique_ptr<HeaderTap>> taps_;
+  std::vector<std::string> retry_after_;      // loop thread until Finish
   std::vector<measure::RequestRecord> done_;  // by request index; guarded by mutex_
   std::vector<bool> ended_flags_;             // loop thread only
   mutable std::mutex mutex_;

@@ -14,6 +14,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -249,10 +250,15 @@ Result<std::unique_ptr<LaunchedProcess>> LaunchedProcess::Start(const LaunchSpec
   const std::string working_dir = spec.working_dir.string();
 
   process->started_at_ = std::chrono::steady_clock::now();
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Error{ErrorCode::kIo, fmt::format("fork failed: {}", std::strerror(errno))};
   if (pid == 0) {
     ::setpgid(0, 0);
+    // A safety net for a bakeoff that dies without unwinding (a crash, SIGKILL): the candidate
+    // gets SIGKILL too. Launches run on the main thread, whose end is the process's end.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // bakeoff already died before prctl
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
     const int null_in = ::open("/dev/null", O_RDONLY);

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace bakeoff::target {
@@ -141,6 +142,32 @@ TEST(LauncherTest, DestroyingItKillsTheWholeGroup) {
     if (!gone) std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(gone) << "pid " << grandchild << " survived";
+}
+
+TEST(LauncherTest, ACandidateDiesWithABakeoffThatDiesWithoutUnwinding) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t middle = ::fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {  // plays a bakeoff that crashes: no destructor runs
+    auto process = LaunchedProcess::Start(Shell("sleep 30"));
+    const pid_t pid = process.ok() ? (*process)->pid() : -1;
+    (void)!::write(report[1], &pid, sizeof pid);
+    ::_exit(0);
+  }
+  pid_t candidate = -1;
+  ASSERT_EQ(::read(report[0], &candidate, sizeof candidate),
+            static_cast<ssize_t>(sizeof candidate));
+  ::close(report[0]);
+  ::close(report[1]);
+  ::waitpid(middle, nullptr, 0);
+  ASSERT_GT(candidate, 0);
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = ::kill(candidate, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "pid " << candidate << " outlived the bakeoff that launched it";
 }
 
 TEST(LauncherTest, RefusesATakenPortAndAMissingProgram) {
