@@ -60,6 +60,16 @@ struct EmulateFlags {
   bool fault_health_lies = false;
   bool fault_no_done = false;
   double fault_stream_error_rate = 0.0;
+  bool fault_ignore_disconnect = false;
+  double fault_health_busy_delay_ms = 0.0;
+  double fault_health_late_ms = 0.0;
+  int not_ready_status = 503;
+  bool fault_bad_input_500 = false;
+  bool fault_truncate_prompts = false;
+  bool fault_nondeterministic = false;
+  bool fault_ignore_stop = false;
+  bool no_metrics = false;
+  std::string answers_file;
   // Engine flags the user typed (their long names), so only they override a preset.
   std::set<std::string> given;
 };
@@ -89,7 +99,9 @@ std::string CheckFlags(const EmulateFlags& f) {
                       {"--startup-warmup", f.startup_warmup_s},
                       {"--drain-timeout", f.drain_timeout_s},
                       {"--keepalive-comments-ms", f.keepalive_comments_ms},
-                      {"--fault-stall-ms", f.fault_stall_ms}};
+                      {"--fault-stall-ms", f.fault_stall_ms},
+                      {"--fault-health-busy-delay-ms", f.fault_health_busy_delay_ms},
+                      {"--fault-health-late-ms", f.fault_health_late_ms}};
   for (const auto& c : non_negative) {
     if (!std::isfinite(c.value) || c.value < 0) {
       return bad(c.flag, "must be a finite number >= 0", fmt::format("{}", c.value));
@@ -112,8 +124,12 @@ std::string CheckFlags(const EmulateFlags& f) {
   if (f.fault_crash_after < 0) {
     return bad("--fault-crash-after", "must be >= 0", std::to_string(f.fault_crash_after));
   }
-  if (f.on_sigterm != "drain" && f.on_sigterm != "abort" && f.on_sigterm != "exit") {
-    return bad("--on-sigterm", "must be drain, abort or exit", f.on_sigterm);
+  if (f.on_sigterm != "drain" && f.on_sigterm != "abort" && f.on_sigterm != "exit" &&
+      f.on_sigterm != "cut" && f.on_sigterm != "crash" && f.on_sigterm != "ignore") {
+    return bad("--on-sigterm", "must be drain, abort, exit, cut, crash or ignore", f.on_sigterm);
+  }
+  if (f.not_ready_status < 200 || f.not_ready_status > 599) {
+    return bad("--not-ready-status", "must be in [200, 599]", std::to_string(f.not_ready_status));
   }
   return {};
 }
@@ -189,8 +205,16 @@ int RunEmulate(const EmulateFlags& f) {
     std::fprintf(stderr, "bakeoff emulate: %s\n", engine.error().message.c_str());
     return engine.error().code == ErrorCode::kIo ? kExitFailure : kExitUsage;
   }
-  LineWriter out;
   emulate::EmulatorConfig config;
+  if (!f.answers_file.empty()) {
+    auto answers = emulate::LoadAnswers(f.answers_file);
+    if (!answers.ok()) {
+      std::fprintf(stderr, "bakeoff emulate: --answers: %s\n", answers.error().message.c_str());
+      return kExitUsage;
+    }
+    config.answers = std::move(answers).value();
+  }
+  LineWriter out;
   config.host = f.host;
   config.port = static_cast<std::uint16_t>(f.port);
   config.served_model_name = f.model;
@@ -211,6 +235,15 @@ int RunEmulate(const EmulateFlags& f) {
   config.faults.health_lies = f.fault_health_lies;
   config.faults.no_done = f.fault_no_done;
   config.faults.stream_error_rate = f.fault_stream_error_rate;
+  config.faults.ignore_disconnect = f.fault_ignore_disconnect;
+  config.faults.health_busy_delay = FromMillis(f.fault_health_busy_delay_ms);
+  config.faults.health_late = FromMillis(f.fault_health_late_ms);
+  config.faults.bad_input_500 = f.fault_bad_input_500;
+  config.faults.truncate_prompts = f.fault_truncate_prompts;
+  config.faults.nondeterministic = f.fault_nondeterministic;
+  config.faults.ignore_stop = f.fault_ignore_stop;
+  config.not_ready_status = f.not_ready_status;
+  config.no_metrics = f.no_metrics;
   config.faults.seed = engine->seed;  // --seed, or the preset's seed
   config.log = [&out](std::string_view line) { out.Write(line); };
   config.on_crash = [] {
@@ -245,7 +278,11 @@ int RunEmulate(const EmulateFlags& f) {
     first_line.unlock();
 
     int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
+    for (;;) {
+      sigwait(&stop_signals, &signal_number);
+      if (signal_number != SIGTERM || f.on_sigterm != "ignore") break;
+      out.Write("bakeoff emulate: sigterm mode=ignore (only SIGKILL or SIGINT stops it)");
+    }
     if (signal_number != SIGTERM) {  // SIGINT: stop at once
       server->Stop();
       return kExitOk;
@@ -253,6 +290,17 @@ int RunEmulate(const EmulateFlags& f) {
     if (f.on_sigterm == "exit") {
       WriteStderr("bakeoff emulate: SIGTERM with --on-sigterm exit: exiting at once (status 1)\n");
       std::_Exit(kExitFailure);
+    }
+    if (f.on_sigterm == "crash") {
+      WriteStderr("bakeoff emulate: SIGTERM with --on-sigterm crash: aborting (SIGABRT)\n");
+      std::signal(SIGABRT, SIG_DFL);
+      std::abort();
+    }
+    if (f.on_sigterm == "cut") {
+      // Every connection closes at once: streams end with neither an error event nor [DONE].
+      out.Write("bakeoff emulate: sigterm mode=cut");
+      server->Stop();
+      return kExitOk;
     }
     if (f.on_sigterm == "abort") {
       out.Write("bakeoff emulate: sigterm mode=abort");
@@ -322,9 +370,11 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   command->add_option("--max-waiting", flags->max_waiting,
                       "Answer 503 to a request arriving while this many wait (0 = no limit)")
       ->capture_default_str();
-  command->add_option("--on-sigterm", flags->on_sigterm,
-                      "SIGTERM: drain (finish in-flight, refuse new), abort (end in-flight with an "
-                      "error) or exit (unclean, status 1)")
+  command
+      ->add_option("--on-sigterm", flags->on_sigterm,
+                   "SIGTERM: drain (finish in-flight, refuse new), abort (end in-flight with an "
+                   "error), exit (unclean, status 1), cut (close every connection silently, "
+                   "status 0), crash (SIGABRT) or ignore (only SIGKILL/SIGINT stop it)")
       ->capture_default_str();
   command->add_option("--drain-timeout", flags->drain_timeout_s,
                       "Seconds a drain waits for in-flight requests before cutting them")
@@ -354,6 +404,34 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   command->add_option("--fault-stream-error-rate", flags->fault_stream_error_rate,
                       "Fault: share of streams that send an error event mid-way and end")
       ->capture_default_str();
+  command->add_flag("--fault-ignore-disconnect", flags->fault_ignore_disconnect,
+                    "Fault: a client's disconnect does not abort its sequence; it runs to the end");
+  command
+      ->add_option("--fault-health-busy-delay-ms", flags->fault_health_busy_delay_ms,
+                   "Fault: while anything runs, /health answers only after this many ms (or "
+                   "when idle)")
+      ->capture_default_str();
+  command
+      ->add_option("--not-ready-status", flags->not_ready_status,
+                   "Status /health answers before ready (not 503: body {\"status\":\"loading\"})")
+      ->capture_default_str();
+  command
+      ->add_option("--fault-health-late-ms", flags->fault_health_late_ms,
+                   "Fault: /health says ready only this many ms after the API serves")
+      ->capture_default_str();
+  command->add_flag("--fault-bad-input-500", flags->fault_bad_input_500,
+                    "Fault: invalid request bodies get 500 instead of 400");
+  command->add_flag("--fault-truncate-prompts", flags->fault_truncate_prompts,
+                    "Fault: over-long prompts are silently left-truncated instead of a 400");
+  command->add_flag("--fault-nondeterministic", flags->fault_nondeterministic,
+                    "Fault: the same prompt and seed give a different text every time");
+  command->add_flag("--fault-ignore-stop", flags->fault_ignore_stop,
+                    "Fault: stop strings are ignored");
+  command->add_flag("--no-metrics", flags->no_metrics, "GET /metrics answers 404");
+  command->add_option(
+      "--answers", flags->answers_file,
+      "JSONL of {\"prompt\",\"answer\"}: a request with that prompt (completions) or "
+      "last user message (chat) outputs that answer");
   command->callback([flags, engine_options, exit_code] {
     for (const auto& [name, option] : *engine_options) {
       if (option->count() > 0) flags->given.insert(name);

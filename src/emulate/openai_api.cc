@@ -2,6 +2,7 @@
 // prerendered response templates in vLLM's shapes (contract in openai_api.h).
 #include "emulate/openai_api.h"
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -132,6 +133,182 @@ std::variant<bool, ApiError> OptionalBool(const json& doc, const char* name, boo
   return it->get<bool>();
 }
 
+// The text of the last message with role "user": its string content, or its text parts joined
+// with "\n"; nullopt when there is none. REQUIRES: MessagesText(messages) succeeded.
+std::optional<std::string> LastUserText(const json& messages) {
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if ((*it)["role"] != "user") continue;
+    auto content = it->find("content");
+    if (content == it->end() || content->is_null()) return std::string();
+    if (content->is_string()) return content->get<std::string>();
+    std::string text;
+    bool first = true;
+    for (const json& part : *content) {
+      auto part_text = part.find("text");
+      if (part_text == part.end() || !part_text->is_string()) continue;
+      if (!first) text += '\n';
+      first = false;
+      text += part_text->get_ref<const std::string&>();
+    }
+    return text;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseStop(const json& doc, GenerationSpec& spec) {
+  auto stop = doc.find("stop");
+  if (stop == doc.end() || stop->is_null()) return std::nullopt;
+  auto add = [&](const json& value) {
+    if (!value.is_string()) return false;
+    if (!value.get_ref<const std::string&>().empty()) spec.stop.push_back(value.get<std::string>());
+    return true;
+  };
+  if (add(*stop)) return std::nullopt;
+  if (stop->is_array()) {
+    for (const json& value : *stop) {
+      if (!add(value)) return BadRequest("stop must be a string or a list of strings", "stop");
+    }
+    return std::nullopt;
+  }
+  return BadRequest("stop must be a string or a list of strings", "stop");
+}
+
+std::optional<ApiError> ParseLogprobs(Endpoint endpoint, const json& doc, GenerationSpec& spec) {
+  auto check = [](std::int64_t k, const char* name) -> std::optional<ApiError> {
+    if (k < 0 || k > kMaxLogprobs) {
+      return BadRequest(fmt::format("{} must be in [0, {}], got {}", name, kMaxLogprobs, k), name);
+    }
+    return std::nullopt;
+  };
+  if (endpoint == Endpoint::kCompletions) {
+    auto k = OptionalInt(doc, "logprobs");
+    if (auto* error = std::get_if<ApiError>(&k)) return std::move(*error);
+    spec.logprobs = std::get<std::optional<std::int64_t>>(k);
+    return spec.logprobs ? check(*spec.logprobs, "logprobs") : std::nullopt;
+  }
+  auto wanted = OptionalBool(doc, "logprobs", false);
+  if (auto* error = std::get_if<ApiError>(&wanted)) return std::move(*error);
+  auto top = OptionalInt(doc, "top_logprobs");
+  if (auto* error = std::get_if<ApiError>(&top)) return std::move(*error);
+  const std::optional<std::int64_t> k = std::get<std::optional<std::int64_t>>(top);
+  if (k && !std::get<bool>(wanted) && *k > 0) {
+    return BadRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+  }
+  if (!std::get<bool>(wanted)) return std::nullopt;
+  spec.logprobs = k.value_or(0);
+  return check(*spec.logprobs, "top_logprobs");
+}
+
+std::optional<ApiError> ParseResponseFormat(const json& doc, GenerationSpec& spec) {
+  auto format = doc.find("response_format");
+  if (format == doc.end() || format->is_null()) return std::nullopt;
+  auto bad = [](std::string message) { return BadRequest(std::move(message), "response_format"); };
+  if (!format->is_object()) return bad("response_format must be an object");
+  auto type = format->find("type");
+  if (type == format->end() || !type->is_string())
+    return bad("response_format.type must be a string");
+  const std::string& name = type->get_ref<const std::string&>();
+  if (name == "text") return std::nullopt;
+  if (name == "json_object") {
+    // Any JSON object is valid; the words of the seed make it read like an answer.
+    std::string words;
+    for (std::uint64_t i = 0; i < 4; ++i) words += OutputPiece(spec.seed, i);
+    words.pop_back();
+    spec.json_text = json{{"text", words}}.dump();
+    return std::nullopt;
+  }
+  if (name != "json_schema") {
+    return bad(fmt::format(
+        "response_format.type must be text, json_object or json_schema, got '{}'", name));
+  }
+  auto schema_spec = format->find("json_schema");
+  if (schema_spec == format->end() || !schema_spec->is_object()) {
+    return bad("response_format.json_schema must be an object");
+  }
+  auto schema = schema_spec->find("schema");
+  if (schema == schema_spec->end() || !schema->is_object()) {
+    return bad("response_format.json_schema.schema must be an object");
+  }
+  spec.json_text = MinimalJsonInstance(*schema).dump();
+  return std::nullopt;
+}
+
+// tools + tool_choice (chat): decides spec.tool_call (see ParseGenerationRequest).
+std::optional<ApiError> ParseTools(const json& doc, const json& messages, GenerationSpec& spec) {
+  auto tools = doc.find("tools");
+  auto choice = doc.find("tool_choice");
+  const bool have_tools = tools != doc.end() && !tools->is_null();
+  const bool have_choice = choice != doc.end() && !choice->is_null();
+  if (!have_tools) {
+    if (have_choice && !(choice->is_string() && *choice == "none")) {
+      return BadRequest("When using `tool_choice`, `tools` must be set.", "tool_choice");
+    }
+    return std::nullopt;
+  }
+  if (!tools->is_array()) return BadRequest("tools must be an array", "tools");
+  std::vector<const json*> functions;
+  for (const json& tool : *tools) {
+    if (!tool.is_object() || tool.value("type", "") != "function") {
+      return BadRequest("each tool must be an object with type \"function\"", "tools");
+    }
+    auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object() || !function->contains("name") ||
+        !(*function)["name"].is_string()) {
+      return BadRequest("each tool must have a function with a string name", "tools");
+    }
+    auto parameters = function->find("parameters");
+    if (parameters != function->end() && !parameters->is_null() && !parameters->is_object()) {
+      return BadRequest("a tool's function.parameters must be an object", "tools");
+    }
+    functions.push_back(&*function);
+  }
+  const json* chosen = nullptr;
+  std::string mode = "auto";
+  if (have_choice) {
+    if (choice->is_string()) {
+      mode = choice->get<std::string>();
+      if (mode != "none" && mode != "auto" && mode != "required") {
+        return BadRequest("tool_choice must be none, auto, required or a named function",
+                          "tool_choice");
+      }
+    } else if (choice->is_object() && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      mode = "named";
+      const std::string& name = (*choice)["function"]["name"].get_ref<const std::string&>();
+      for (const json* function : functions) {
+        if ((*function)["name"] == name) chosen = function;
+      }
+      if (chosen == nullptr) {
+        return BadRequest(
+            fmt::format("tool_choice names the function '{}', which is not in tools", name),
+            "tool_choice");
+      }
+    } else {
+      return BadRequest("tool_choice must be none, auto, required or a named function",
+                        "tool_choice");
+    }
+  }
+  if (functions.empty() || mode == "none") return std::nullopt;
+  if (mode == "required") chosen = functions.front();
+  if (mode == "auto") {
+    const std::string last_user = LastUserText(messages).value_or("");
+    for (const json* function : functions) {
+      if (last_user.find((*function)["name"].get_ref<const std::string&>()) != std::string::npos) {
+        chosen = function;
+        break;
+      }
+    }
+  }
+  if (chosen == nullptr) return std::nullopt;
+  auto parameters = chosen->find("parameters");
+  json arguments = parameters == chosen->end() || parameters->is_null()
+                       ? json::object()
+                       : MinimalJsonInstance(*parameters);
+  spec.tool_call = ToolCallSpec{(*chosen)["name"].get<std::string>(), arguments.dump()};
+  return std::nullopt;
+}
+
 std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, const json& doc,
                                                           const ServedModel& served) {
   if (auto error = CheckModel(doc, served)) return *error;
@@ -149,6 +326,7 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
       return BadRequest("the messages contain no text, so the prompt would have no tokens",
                         "messages");
     }
+    spec.answer_key = LastUserText(*messages);
   } else {
     auto prompt = doc.find("prompt");
     if (prompt == doc.end()) return BadRequest("field required: prompt", "prompt");
@@ -156,6 +334,11 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
     if (auto* error = std::get_if<ApiError>(&ids)) return std::move(*error);
     spec.prompt = std::move(std::get<std::vector<TokenId>>(ids));
     if (spec.prompt.empty()) return BadRequest("prompt cannot be empty", "prompt");
+    if (prompt->is_string()) {
+      spec.answer_key = prompt->get<std::string>();
+    } else if (prompt->size() == 1 && (*prompt)[0].is_string()) {
+      spec.answer_key = (*prompt)[0].get<std::string>();
+    }
   }
   spec.prompt_tokens = static_cast<std::int64_t>(spec.prompt.size());
 
@@ -180,12 +363,19 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
   // Integers.
   auto n = OptionalInt(doc, "n");
   if (auto* error = std::get_if<ApiError>(&n)) return std::move(*error);
-  if (auto value = std::get<std::optional<std::int64_t>>(n); value && *value != 1) {
-    return BadRequest("the emulated engine supports only n = 1", "n");
+  spec.n = std::get<std::optional<std::int64_t>>(n).value_or(1);
+  if (spec.n < 1 || spec.n > kMaxChoices) {
+    return BadRequest(fmt::format("n must be in [1, {}], got {}", kMaxChoices, spec.n), "n");
   }
   auto seed = OptionalInt(doc, "seed");
   if (auto* error = std::get_if<ApiError>(&seed)) return std::move(*error);
   spec.seed = static_cast<std::uint64_t>(std::get<std::optional<std::int64_t>>(seed).value_or(0));
+  if (auto error = ParseStop(doc, spec)) return *error;
+  if (auto error = ParseLogprobs(endpoint, doc, spec)) return *error;
+  if (auto error = ParseResponseFormat(doc, spec)) return *error;
+  if (endpoint == Endpoint::kChat) {
+    if (auto error = ParseTools(doc, doc["messages"], spec)) return *error;
+  }
   auto min_tokens = OptionalInt(doc, "min_tokens");
   if (auto* error = std::get_if<ApiError>(&min_tokens)) return std::move(*error);
   spec.min_tokens = std::get<std::optional<std::int64_t>>(min_tokens).value_or(0);
@@ -203,6 +393,18 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
 
   // Limits (vLLM's messages, engine-interfaces.md 1.7).
   const std::int64_t limit = served.max_model_len;
+  if (served.truncate_prompts) {
+    // Keep the prompt's last tokens so that max_tokens (16 when absent) still fits.
+    const std::int64_t room = max_tokens.value_or(16);
+    const bool fits = max_tokens || endpoint == Endpoint::kCompletions
+                          ? spec.prompt_tokens + room <= limit
+                          : spec.prompt_tokens < limit;  // chat's default max_tokens adapts
+    const std::int64_t keep = std::max<std::int64_t>(1, limit - room);
+    if (!fits && spec.prompt_tokens > keep) {
+      spec.prompt.erase(spec.prompt.begin(), spec.prompt.end() - keep);
+      spec.prompt_tokens = keep;
+    }
+  }
   if (spec.prompt_tokens >= limit) {
     return BadRequest(fmt::format("This model's maximum context length is {} tokens. However, your "
                                   "request has {} input tokens. Please reduce the length of the "
@@ -304,57 +506,26 @@ std::string RenderModelsResponse(const ServedModel& served, std::int64_t created
 }
 
 const char* FinishReasonName(FinishReason reason) {
-  return reason == FinishReason::kStop ? "stop" : "length";
-}
-
-// Event layout (vLLM, engine-interfaces.md 1.2):
-//   chat:        data: {"id":..,"object":"chat.completion.chunk","created":..,"model":..,
-//                 "choices":[{"index":0,"delta":{"content":"<word> "},"logprobs":null,
-//                 "finish_reason":null}]}
-//   completions: data: {"id":..,"object":"text_completion","created":..,"model":..,
-//                 "choices":[{"index":0,"text":"<word> ","logprobs":null,"finish_reason":null,
-//                 "stop_reason":null}]}
-ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel& served,
-                                   std::uint64_t request_number, std::int64_t created_unix_s)
-    : spec_(spec), model_json_(Quote(served.name)), created_(created_unix_s) {
-  const bool chat = spec.endpoint == Endpoint::kChat;
-  id_ = fmt::format("{}{:016x}", chat ? "chatcmpl-" : "cmpl-", request_number);
-  head_ = fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},"choices":)", id_,
-                      chat ? "chat.completion.chunk" : "text_completion", created_, model_json_);
-  token_prefix_ = head_ + (chat ? R"([{"index":0,"delta":{"content":")" : R"([{"index":0,"text":")");
-}
-
-void ResponseRenderer::AppendRoleEvent(std::string& out) const {
-  if (spec_.endpoint != Endpoint::kChat) return;
-  out += head_;
-  out += R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})";
-  out += "\n\n";
-}
-
-void ResponseRenderer::AppendTokenEvent(std::string& out, std::int64_t index,
-                                        std::optional<FinishReason> finish) const {
-  AppendTokensEvent(out, index, 1, finish);
-}
-
-void ResponseRenderer::AppendTokensEvent(std::string& out, std::int64_t first, std::int64_t count,
-                                         std::optional<FinishReason> finish) const {
-  static constexpr std::string_view kChatSuffix[3] = {
-      "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-      "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n",
-      "\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n"};
-  static constexpr std::string_view kTextSuffix[3] = {
-      "\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
-      "\",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}]}\n\n",
-      "\",\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"};
-  const int which = !finish ? 0 : (*finish == FinishReason::kLength ? 1 : 2);
-  out += token_prefix_;
-  for (std::int64_t i = first; i < first + count; ++i) {
-    out += OutputPiece(spec_.seed, static_cast<std::uint64_t>(i));
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
+    case FinishReason::kLength:
+      break;
   }
-  out += spec_.endpoint == Endpoint::kChat ? kChatSuffix[which] : kTextSuffix[which];
+  return "length";
 }
 
 namespace {
+
+std::vector<ChoiceText> WordChoices(const GenerationSpec& spec) {
+  std::vector<ChoiceText> choices;
+  for (std::int64_t c = 0; c < spec.n; ++c) {
+    choices.push_back(ChoiceText::Words(spec.seed + static_cast<std::uint64_t>(c)));
+  }
+  return choices;
+}
 
 // `"usage":{...}` in vLLM's field order.
 void AppendUsage(std::string& out, std::int64_t prompt_tokens, std::int64_t completion_tokens,
@@ -369,7 +540,250 @@ void AppendUsage(std::string& out, std::int64_t prompt_tokens, std::int64_t comp
   out += '}';
 }
 
+// `[b1,b2,...]`: a token's UTF-8 bytes (OpenAI's `bytes`).
+void AppendBytes(std::string& out, std::string_view piece) {
+  out += '[';
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    if (i > 0) out += ',';
+    fmt::format_to(std::back_inserter(out), "{}", static_cast<unsigned char>(piece[i]));
+  }
+  out += ']';
+}
+
+// `{"token":"..","logprob":x,"bytes":[..]` (left open for top_logprobs).
+void AppendChatLogprobHead(std::string& out, std::string_view piece, double logprob) {
+  out += R"({"token":")";
+  out += JsonEscape(piece);
+  fmt::format_to(std::back_inserter(out), R"(","logprob":{},"bytes":)", logprob);
+  AppendBytes(out, piece);
+}
+
 }  // namespace
+
+// Event layout (vLLM, engine-interfaces.md 1.2):
+//   chat:        data: {"id":..,"object":"chat.completion.chunk","created":..,"model":..,
+//                 "choices":[{"index":0,"delta":{"content":"<word> "},"logprobs":null,
+//                 "finish_reason":null}]}
+//   completions: data: {"id":..,"object":"text_completion","created":..,"model":..,
+//                 "choices":[{"index":0,"text":"<word> ","logprobs":null,"finish_reason":null,
+//                 "stop_reason":null}]}
+//   tool calls:  "delta":{"tool_calls":[{"index":0,"function":{"arguments":"<piece>"}}]}, the
+//                first one preceded by an event with id, type and function name.
+ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel& served,
+                                   std::uint64_t request_number, std::int64_t created_unix_s)
+    : ResponseRenderer(spec, served, request_number, created_unix_s, WordChoices(spec)) {}
+
+ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel& served,
+                                   std::uint64_t request_number, std::int64_t created_unix_s,
+                                   std::vector<ChoiceText> choices)
+    : spec_(spec),
+      choices_(std::move(choices)),
+      model_json_(Quote(served.name)),
+      created_(created_unix_s) {
+  const bool chat = spec.endpoint == Endpoint::kChat;
+  id_ = fmt::format("{}{:016x}", chat ? "chatcmpl-" : "cmpl-", request_number);
+  head_ = fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},"choices":)", id_,
+                      chat ? "chat.completion.chunk" : "text_completion", created_, model_json_);
+  for (std::int64_t c = 0; c < num_choices(); ++c) {
+    if (!chat) {
+      token_prefix_.push_back(head_ + fmt::format(R"([{{"index":{},"text":")", c));
+    } else if (spec_.tool_call) {
+      token_prefix_.push_back(
+          head_ +
+          fmt::format(
+              R"([{{"index":{},"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":")",
+              c));
+    } else {
+      token_prefix_.push_back(head_ + fmt::format(R"([{{"index":{},"delta":{{"content":")", c));
+    }
+  }
+}
+
+std::int64_t ResponseRenderer::end_tokens(std::int64_t choice) const {
+  const auto natural = choices_[static_cast<std::size_t>(choice)].natural_tokens();
+  return natural ? std::min(*natural, spec_.max_tokens) : spec_.max_tokens;
+}
+
+FinishReason ResponseRenderer::end_reason(std::int64_t choice) const {
+  const ChoiceText& text = choices_[static_cast<std::size_t>(choice)];
+  const auto natural = text.natural_tokens();
+  return natural && *natural <= spec_.max_tokens ? text.natural_finish() : FinishReason::kLength;
+}
+
+std::int64_t ResponseRenderer::engine_tokens() const {
+  std::int64_t longest = 1;
+  for (std::int64_t c = 0; c < num_choices(); ++c) longest = std::max(longest, end_tokens(c));
+  return longest;
+}
+
+std::int64_t ResponseRenderer::CompletionTokens(std::int64_t emitted) const {
+  std::int64_t total = 0;
+  for (std::int64_t c = 0; c < num_choices(); ++c) total += std::min(emitted, end_tokens(c));
+  return total;
+}
+
+std::optional<FinishReason> ResponseRenderer::ChoiceFinish(
+    std::int64_t choice, std::int64_t emitted, std::optional<FinishReason> engine_finish) const {
+  if (emitted >= end_tokens(choice)) return end_reason(choice);
+  return engine_finish;
+}
+
+std::string ResponseRenderer::ToolCallId(std::int64_t choice) const {
+  return fmt::format("chatcmpl-tool-{}-{}", id_.substr(id_.find('-') + 1), choice);
+}
+
+void ResponseRenderer::AppendRoleEvent(std::string& out) const {
+  if (spec_.endpoint != Endpoint::kChat) return;
+  for (std::int64_t c = 0; c < num_choices(); ++c) {
+    out += head_;
+    fmt::format_to(
+        std::back_inserter(out),
+        R"([{{"index":{},"delta":{{"role":"assistant","content":""}},"logprobs":null,"finish_reason":null}}]}})",
+        c);
+    out += "\n\n";
+  }
+}
+
+void ResponseRenderer::AppendTokenEvent(std::string& out, std::int64_t index,
+                                        std::optional<FinishReason> finish) const {
+  AppendTokensEvent(out, index, 1, finish);
+}
+
+void ResponseRenderer::AppendTokensEvent(std::string& out, std::int64_t first, std::int64_t count,
+                                         std::optional<FinishReason> finish) const {
+  std::int64_t offset = 0;
+  if (spec_.logprobs && spec_.endpoint == Endpoint::kCompletions) {
+    for (std::int64_t i = 0; i < first; ++i) {
+      offset += static_cast<std::int64_t>(choices_[0].Piece(i).size());
+    }
+  }
+  AppendChoiceEvent(out, 0, first, count, finish, offset);
+}
+
+// Chat: {"content":[{"token","logprob","bytes","top_logprobs":[...]}...]}; completions:
+// {"text_offset":[..],"token_logprobs":[..],"tokens":[..],"top_logprobs":[{token: logprob}..]}.
+// The sampled token is the most likely one; its alternatives are other words.
+void ResponseRenderer::AppendLogprobs(std::string& out, std::int64_t choice, std::int64_t first,
+                                      std::int64_t count, std::int64_t text_offset) const {
+  const ChoiceText& text = choices_[static_cast<std::size_t>(choice)];
+  const std::uint64_t seed = spec_.seed + static_cast<std::uint64_t>(choice);
+  const std::int64_t k = *spec_.logprobs;
+  if (spec_.endpoint == Endpoint::kChat) {
+    out += R"({"content":[)";
+    for (std::int64_t i = first; i < first + count; ++i) {
+      if (i > first) out += ',';
+      const std::string_view piece = text.Piece(i);
+      AppendChatLogprobHead(out, piece, TokenLogprob(seed, i));
+      out += R"(,"top_logprobs":[)";
+      for (std::int64_t j = 0; j < k; ++j) {
+        if (j > 0) out += ',';
+        if (j == 0) {
+          AppendChatLogprobHead(out, piece, TokenLogprob(seed, i));
+        } else {
+          AppendChatLogprobHead(out, AlternativePiece(piece, seed, i, j),
+                                AlternativeLogprob(seed, i, j));
+        }
+        out += '}';
+      }
+      out += "]}";
+    }
+    out += "]}";
+    return;
+  }
+  std::string offsets, values, tokens, tops;
+  std::int64_t offset = text_offset;
+  for (std::int64_t i = first; i < first + count; ++i) {
+    const char* sep = i > first ? "," : "";
+    const std::string_view piece = text.Piece(i);
+    fmt::format_to(std::back_inserter(offsets), "{}{}", sep, offset);
+    fmt::format_to(std::back_inserter(values), "{}{}", sep, TokenLogprob(seed, i));
+    fmt::format_to(std::back_inserter(tokens), "{}\"{}\"", sep, text.JsonPiece(i));
+    fmt::format_to(std::back_inserter(tops), "{}{{\"{}\":{}", sep, text.JsonPiece(i),
+                   TokenLogprob(seed, i));
+    for (std::int64_t j = 1; j < k; ++j) {
+      fmt::format_to(std::back_inserter(tops), ",\"{}\":{}",
+                     JsonEscape(AlternativePiece(piece, seed, i, j)),
+                     AlternativeLogprob(seed, i, j));
+    }
+    tops += '}';
+    offset += static_cast<std::int64_t>(piece.size());
+  }
+  fmt::format_to(
+      std::back_inserter(out),
+      R"({{"text_offset":[{}],"token_logprobs":[{}],"tokens":[{}],"top_logprobs":[{}]}})", offsets,
+      values, tokens, tops);
+}
+
+void ResponseRenderer::AppendChoiceEvent(std::string& out, std::int64_t choice, std::int64_t first,
+                                         std::int64_t count, std::optional<FinishReason> finish,
+                                         std::int64_t text_offset) const {
+  static constexpr std::string_view kChatSuffix[3] = {
+      "\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+      "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n",
+      "\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n"};
+  static constexpr std::string_view kTextSuffix[3] = {
+      "\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
+      "\",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}]}\n\n",
+      "\",\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"};
+  const bool chat = spec_.endpoint == Endpoint::kChat;
+  const ChoiceText& text = choices_[static_cast<std::size_t>(choice)];
+  if (spec_.tool_call && chat && first == 0) {
+    out += head_;
+    fmt::format_to(
+        std::back_inserter(out),
+        R"([{{"index":{},"delta":{{"tool_calls":[{{"index":0,"id":"{}","type":"function","function":{{"name":"{}","arguments":""}}}}]}},"logprobs":null,"finish_reason":null}}]}})",
+        choice, ToolCallId(choice), JsonEscape(spec_.tool_call->name));
+    out += "\n\n";
+  }
+  out += token_prefix_[static_cast<std::size_t>(choice)];
+  for (std::int64_t i = first; i < first + count; ++i) out += text.JsonPiece(i);
+  if (!spec_.logprobs && !spec_.tool_call && (!finish || *finish != FinishReason::kToolCalls)) {
+    const int which = !finish ? 0 : (*finish == FinishReason::kLength ? 1 : 2);
+    out += chat ? kChatSuffix[which] : kTextSuffix[which];
+    return;
+  }
+  out += chat ? (spec_.tool_call ? "\"}}]}," : "\"},") : "\",";
+  out += "\"logprobs\":";
+  if (spec_.logprobs && count > 0) {
+    AppendLogprobs(out, choice, first, count, text_offset);
+  } else {
+    out += "null";
+  }
+  out += ",\"finish_reason\":";
+  if (finish) {
+    fmt::format_to(std::back_inserter(out), "\"{}\"", FinishReasonName(*finish));
+  } else {
+    out += "null";
+  }
+  out += chat ? "}]}\n\n" : ",\"stop_reason\":null}]}\n\n";
+}
+
+bool ResponseRenderer::AppendProgress(std::string& out, std::vector<ChoiceProgress>& progress,
+                                      std::int64_t emitted,
+                                      std::optional<FinishReason> engine_finish,
+                                      std::int64_t per_event, bool flush) const {
+  bool all_done = true;
+  for (std::int64_t c = 0; c < num_choices(); ++c) {
+    ChoiceProgress& p = progress[static_cast<std::size_t>(c)];
+    if (p.done) continue;
+    const std::int64_t available = std::min(emitted, end_tokens(c));
+    const std::optional<FinishReason> finish = ChoiceFinish(c, emitted, engine_finish);
+    const std::int64_t fresh = available - p.sent;
+    if (finish || (fresh > 0 && (flush || fresh >= per_event))) {
+      AppendChoiceEvent(out, c, p.sent, fresh, finish, p.sent_bytes);
+      if (spec_.logprobs && spec_.endpoint == Endpoint::kCompletions) {
+        const ChoiceText& text = choices_[static_cast<std::size_t>(c)];
+        for (std::int64_t i = p.sent; i < available; ++i) {
+          p.sent_bytes += static_cast<std::int64_t>(text.Piece(i).size());
+        }
+      }
+      p.sent = available;
+      p.done = finish.has_value();
+    }
+    all_done = all_done && p.done;
+  }
+  return all_done;
+}
 
 void ResponseRenderer::AppendUsageEvent(std::string& out, std::int64_t completion_tokens,
                                         std::optional<std::int64_t> cached_tokens) const {
@@ -387,27 +801,41 @@ void ResponseRenderer::AppendErrorEvent(std::string& out, const ApiError& error)
   out += "\n\n";
 }
 
-std::string ResponseRenderer::RenderFullBody(std::int64_t completion_tokens, FinishReason finish,
+std::string ResponseRenderer::RenderFullBody(std::int64_t emitted, FinishReason engine_finish,
                                              std::optional<std::int64_t> cached_tokens) const {
   const bool chat = spec_.endpoint == Endpoint::kChat;
-  std::string text;
-  for (std::int64_t i = 0; i < completion_tokens; ++i) {
-    text += OutputPiece(spec_.seed, static_cast<std::uint64_t>(i));
-  }
   std::string body = fmt::format(R"({{"id":"{}","object":"{}","created":{},"model":{},"choices":[)",
                                  id_, chat ? "chat.completion" : "text_completion", created_,
                                  model_json_);
-  if (chat) {
-    fmt::format_to(std::back_inserter(body),
-                   R"({{"index":0,"message":{{"role":"assistant","content":"{}"}},"logprobs":null,"finish_reason":"{}"}}])",
-                   text, FinishReasonName(finish));
-  } else {
-    fmt::format_to(std::back_inserter(body),
-                   R"({{"index":0,"text":"{}","logprobs":null,"finish_reason":"{}","stop_reason":null}}])",
-                   text, FinishReasonName(finish));
+  for (std::int64_t c = 0; c < num_choices(); ++c) {
+    const ChoiceText& choice = choices_[static_cast<std::size_t>(c)];
+    const std::int64_t tokens = std::min(emitted, end_tokens(c));
+    const FinishReason finish = ChoiceFinish(c, emitted, engine_finish).value_or(engine_finish);
+    std::string text;
+    for (std::int64_t i = 0; i < tokens; ++i) text += choice.JsonPiece(i);
+    if (c > 0) body += ',';
+    if (chat && spec_.tool_call) {
+      fmt::format_to(
+          std::back_inserter(body),
+          R"({{"index":{},"message":{{"role":"assistant","content":null,"tool_calls":[{{"id":"{}","type":"function","function":{{"name":"{}","arguments":"{}"}}}}]}})",
+          c, ToolCallId(c), JsonEscape(spec_.tool_call->name), text);
+    } else if (chat) {
+      fmt::format_to(std::back_inserter(body),
+                     R"({{"index":{},"message":{{"role":"assistant","content":"{}"}})", c, text);
+    } else {
+      fmt::format_to(std::back_inserter(body), R"({{"index":{},"text":"{}")", c, text);
+    }
+    body += ",\"logprobs\":";
+    if (spec_.logprobs && tokens > 0) {
+      AppendLogprobs(body, c, 0, tokens, 0);
+    } else {
+      body += "null";
+    }
+    fmt::format_to(std::back_inserter(body), R"(,"finish_reason":"{}")", FinishReasonName(finish));
+    body += chat ? "}" : ",\"stop_reason\":null}";
   }
-  body += ',';
-  AppendUsage(body, spec_.prompt_tokens, completion_tokens, cached_tokens);
+  body += "],";
+  AppendUsage(body, spec_.prompt_tokens, CompletionTokens(emitted), cached_tokens);
   body += '}';
   return body;
 }

@@ -61,7 +61,9 @@ struct SequenceRequest {
   std::uint64_t output_seed = 0;
 };
 
-enum class FinishReason : std::uint8_t { kLength, kStop };
+// kToolCalls is never produced by the engine model: it is how the server ends a choice that
+// answers with a tool call (emulate/openai_api.h).
+enum class FinishReason : std::uint8_t { kLength, kStop, kToolCalls };
 
 // One output token produced at the end of a step.
 struct TokenEvent {

@@ -89,6 +89,10 @@ std::int64_t UnixSeconds() {
 const char* Reason(int status) {
   switch (status) {
     case 200: return "OK";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -114,7 +118,8 @@ class EmulatorServer::Impl {
  public:
   explicit Impl(EmulatorConfig config)
       : config_(std::move(config)),
-        served_{config_.served_model_name, config_.engine.max_model_len},
+        served_{config_.served_model_name, config_.engine.max_model_len,
+                config_.faults.truncate_prompts},
         acceptor_(io_),
         step_timer_(io_),
         sweep_timer_(io_),
@@ -155,6 +160,24 @@ class EmulatorServer::Impl {
   Result<SequenceId> AddSequence(SequenceRequest request, Connection* connection);
   // Drops a generation whose client went away, whose stream failed or that a shutdown cut.
   void AbortSequence(SequenceId id);
+  // --fault-ignore-disconnect: the sequence's client went away, but it runs on to its end.
+  void DetachSequence(SequenceId id);
+  // What /health answers now: ready, not shutting down, and past --fault-health-late-ms.
+  bool Healthy() const;
+  // Sequences running or waiting (instant streams included).
+  bool Busy() const {
+    return scheduler_.num_running() + scheduler_.num_waiting() > 0 || instant_running_ > 0;
+  }
+  // --fault-health-busy-delay-ms: `connection` answers /health when the engine goes idle (or its
+  // own timer fires first).
+  void WaitForIdle(std::weak_ptr<Connection> connection) {
+    if (idle_waiters_.size() >= 1024) {
+      std::erase_if(idle_waiters_, [](const auto& weak) { return weak.expired(); });
+    }
+    idle_waiters_.push_back(std::move(connection));
+  }
+  // Output seed salt of the next generation (--fault-nondeterministic).
+  std::uint64_t NextOutputSalt() { return ++output_salt_; }
   // Instant-mode bookkeeping.
   void InstantStarted(std::int64_t prompt_tokens);
   void InstantTokens(std::int64_t tokens) { instant_generation_tokens_ += tokens; }
@@ -214,6 +237,8 @@ class EmulatorServer::Impl {
   void BeginStep(MonoTime start);
   void OnStepDone();
   void PublishQueueStats();
+  // Answers the /health requests waiting for idleness once the engine is idle.
+  void WakeIdleWaiters();
   void BeginShutdown();
   void CutOpenGenerations();
   void FinishShutdown();
@@ -225,6 +250,9 @@ class EmulatorServer::Impl {
   bool shutting_down_ = false;
   bool shutdown_finished_ = false;
   bool kick_posted_ = false;
+  MonoTime ready_at_;
+  std::uint64_t output_salt_ = 0;
+  std::vector<std::weak_ptr<Connection>> idle_waiters_;
   MonoTime step_end_;
   std::uint64_t request_base_;
   std::uint64_t requests_ = 0;
@@ -260,7 +288,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     if (sequence_ != 0) {
-      server_.AbortSequence(sequence_);
+      if (server_.config().faults.ignore_disconnect && !server_.ShuttingDown()) {
+        server_.DetachSequence(sequence_);
+      } else {
+        server_.AbortSequence(sequence_);
+      }
       sequence_ = 0;
     } else if (instant_generating_) {
       instant_generating_ = false;
@@ -310,11 +342,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (event.index == 0) renderer_->AppendRoleEvent(out);
     const bool error_now = stream_error_after_ && emitted_ >= *stream_error_after_ && !event.finish;
     const bool stall_now = stall_after_ && emitted_ == *stall_after_ && !event.finish;
-    if (event.finish || error_now || stall_now ||
-        emitted_ - sent_tokens_ >= server_.config().tokens_per_event) {
-      renderer_->AppendTokensEvent(out, sent_tokens_, emitted_ - sent_tokens_, event.finish);
-      sent_tokens_ = emitted_;
-    }
+    renderer_->AppendProgress(out, progress_, emitted_, event.finish,
+                              server_.config().tokens_per_event, error_now || stall_now);
     if (event.finish) {
       EndStream();
     } else if (error_now) {
@@ -455,11 +484,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const bool loading = server_.Loading();
     if (path == "/health") {
       if (!expect(http::verb::get)) return;
-      const bool healthy =
-          !server_.ShuttingDown() && (!loading || server_.config().faults.health_lies);
-      SendBody(healthy ? 200 : 503, "application/json", "");
+      const Nanos delay = server_.config().faults.health_busy_delay;
+      if (delay > Nanos{0} && server_.Busy()) return DelayHealth(delay);
+      AnswerHealth();
     } else if (path == "/metrics") {
       if (!expect(http::verb::get)) return;
+      if (server_.config().no_metrics) return SendError(NotFound("Not Found"));
       SendBody(200, "text/plain; version=0.0.4; charset=utf-8", server_.RenderMetrics());
     } else if (path == "/v1/models") {
       if (!expect(http::verb::get)) return;
@@ -482,7 +512,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (!expect(http::verb::post)) return;
       if (loading) return SendLoading();
       auto response = RenderTokenizeResponse(request.body(), server_.served());
-      if (auto* error = std::get_if<ApiError>(&response)) return SendError(*error);
+      if (auto* error = std::get_if<ApiError>(&response)) return SendBadInput(*error);
       SendBody(200, "application/json", std::get<std::string>(response));
     } else {
       SendError(NotFound("Not Found"));
@@ -491,6 +521,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void SendLoading() { SendError(Unavailable("the emulated model is still loading")); }
 
+  void AnswerHealth() {
+    health_waiting_ = false;
+    if (server_.Healthy()) return SendBody(200, "application/json", "");
+    const int status = server_.ShuttingDown() ? 503 : server_.config().not_ready_status;
+    SendBody(status, "application/json", status == 503 ? "" : R"({"status":"loading"})");
+  }
+
+  // --fault-health-busy-delay-ms: the answer waits for `delay` or for the engine to go idle.
+  void DelayHealth(Nanos delay) {
+    health_waiting_ = true;
+    server_.WaitForIdle(weak_from_this());
+    if (!health_timer_) health_timer_.emplace(socket_.get_executor());
+    health_timer_->expires_after(delay);
+    health_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->OnIdle();
+    });
+  }
+
+ public:
+  // The engine went idle (or the health delay passed): answers a waiting /health.
+  void OnIdle() {
+    if (!health_waiting_ || state_ != State::kResponding) return;
+    if (health_timer_) health_timer_->cancel();
+    AnswerHealth();
+  }
+
+ private:
   // Draws this request's faults, always in the same order, so a seed fixes which requests fail.
   struct FaultDraws {
     bool error = false;
@@ -509,9 +567,52 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return draws;
   }
 
+  // --fault-bad-input-500: a 400 becomes a 500.
+  void SendBadInput(const ApiError& error) {
+    if (error.status != 400 || !server_.config().faults.bad_input_500) return SendError(error);
+    SendError(ApiError{500, "InternalServerError",
+                       fmt::format("Internal Server Error: {}", error.message), error.param});
+  }
+
+  // Each choice's output: an --answers answer for the request's answer key, a JSON text
+  // (response_format) or tool-call arguments, or the word stream of the request's seed (varied
+  // per request with --fault-nondeterministic); then the stop strings (not for tool calls, nor
+  // with --fault-ignore-stop). `structured` tells whether the output is an answer, JSON or a tool
+  // call, which an EOS draw must not cut.
+  std::vector<ChoiceText> ChoicesFor(const GenerationSpec& spec, bool& structured) {
+    const EmulatorConfig& config = server_.config();
+    std::uint64_t seed = spec.seed;
+    if (config.faults.nondeterministic) seed ^= server_.NextOutputSalt() * 0x9e3779b97f4a7c15ULL;
+    const std::string* answer = nullptr;
+    if (!config.answers.empty() && spec.answer_key) {
+      auto it = config.answers.find(*spec.answer_key);
+      if (it != config.answers.end()) answer = &it->second;
+    }
+    structured = answer != nullptr || spec.json_text || spec.tool_call;
+    std::vector<ChoiceText> choices;
+    choices.reserve(static_cast<std::size_t>(spec.n));
+    for (std::int64_t c = 0; c < spec.n; ++c) {
+      if (spec.tool_call) {
+        choices.push_back(ChoiceText::Fixed(spec.tool_call->arguments, FinishReason::kToolCalls));
+        continue;
+      }
+      if (answer != nullptr) {
+        choices.push_back(ChoiceText::Fixed(*answer, FinishReason::kStop));
+      } else if (spec.json_text) {
+        choices.push_back(ChoiceText::Fixed(*spec.json_text, FinishReason::kStop));
+      } else {
+        choices.push_back(ChoiceText::Words(seed + static_cast<std::uint64_t>(c)));
+      }
+      if (!spec.stop.empty() && !config.faults.ignore_stop) {
+        choices.back().ApplyStop(spec.stop, spec.max_tokens);
+      }
+    }
+    return choices;
+  }
+
   void BeginGeneration(Endpoint endpoint, const std::string& body) {
     auto parsed = ParseGenerationRequest(endpoint, body, server_.served());
-    if (auto* error = std::get_if<ApiError>(&parsed)) return SendError(*error);
+    if (auto* error = std::get_if<ApiError>(&parsed)) return SendBadInput(*error);
     GenerationSpec& spec = std::get<GenerationSpec>(parsed);
     const FaultDraws faults = DrawFaults();
     if (faults.error) {
@@ -525,25 +626,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!config.instant && config.max_waiting > 0 &&
         static_cast<std::int64_t>(server_.NumWaiting()) >= config.max_waiting) {
       server_.CountRejected(&RequestMetrics::rejected_queue_full);
-      return SendError(Unavailable("The request queue is full."));
+      // Well-behaved shedding: tell the client when to come back.
+      return SendError(Unavailable("The request queue is full."), "Retry-After: 1\r\n");
     }
     ResetGeneration();
-    if (spec.stream) {
-      const std::int64_t midway = spec.max_tokens / 2;
-      if (faults.stall) stall_after_ = midway;
-      if (faults.stream_error) stream_error_after_ = midway;
-    }
     const bool stream = spec.stream;
     const std::int64_t prompt_tokens = spec.prompt_tokens;
+    bool structured = false;
+    std::vector<ChoiceText> choices = ChoicesFor(spec, structured);
     if (config.instant) {
       std::vector<TokenId>().swap(spec.prompt);  // the renderer needs only the count
-      renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds());
+      renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds(),
+                        std::move(choices));
+      progress_.assign(static_cast<std::size_t>(spec.n), ChoiceProgress{});
+      if (stream) PlanStreamFaults(faults);
       if (!stream) {
+        const std::int64_t tokens = renderer_->engine_tokens();
         server_.InstantStarted(prompt_tokens);
-        server_.InstantTokens(spec.max_tokens);
+        server_.InstantTokens(tokens);
         server_.InstantEnded(true);
         return SendBody(200, "application/json",
-                        renderer_->RenderFullBody(spec.max_tokens, FinishReason::kLength));
+                        renderer_->RenderFullBody(tokens, FinishReason::kLength));
       }
       OpenGeneration();
       server_.InstantStarted(prompt_tokens);
@@ -553,11 +656,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     SequenceRequest request;
     request.prompt = std::move(spec.prompt);  // the renderer needs only the count
-    request.max_tokens = spec.max_tokens;
-    request.min_tokens = spec.min_tokens;
-    request.ignore_eos = spec.ignore_eos;
+    renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds(),
+                      std::move(choices));
+    progress_.assign(static_cast<std::size_t>(spec.n), ChoiceProgress{});
+    if (stream) PlanStreamFaults(faults);
+    // One sequence for all choices, as long as the longest; an answer, a JSON text or a tool
+    // call ends where it ends, never at an EOS draw.
+    request.max_tokens = renderer_->engine_tokens();
+    request.min_tokens = std::min(spec.min_tokens, request.max_tokens);
+    request.ignore_eos = spec.ignore_eos || structured;
     request.output_seed = spec.seed;
-    renderer_.emplace(spec, server_.served(), server_.NextRequestNumber(), UnixSeconds());
     auto id = server_.AddSequence(std::move(request), this);
     if (!id.ok()) {
       ResetGeneration();
@@ -577,10 +685,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  // Stalls and stream errors strike after half of the engine's tokens.
+  void PlanStreamFaults(const FaultDraws& faults) {
+    const std::int64_t midway = renderer_->engine_tokens() / 2;
+    if (faults.stall) stall_after_ = midway;
+    if (faults.stream_error) stream_error_after_ = midway;
+  }
+
   void ResetGeneration() {
     renderer_.reset();
     emitted_ = 0;
-    sent_tokens_ = 0;
+    progress_.clear();
     cached_tokens_ = 0;
     aborted_ = false;
     wrote_since_tick_ = false;
@@ -609,23 +724,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Renders up to kInstantBatchBytes of events, then writes them.
   void PumpInstant() {
     if (stalled_ || !instant_generating_) return;
-    const GenerationSpec& spec = renderer_->spec();
-    std::int64_t limit = spec.max_tokens;
+    const std::int64_t total = renderer_->engine_tokens();
+    std::int64_t limit = total;
     if (stall_after_) limit = std::min(limit, *stall_after_);
     if (stream_error_after_) limit = std::min(limit, *stream_error_after_);
     const std::int64_t per_event = server_.config().tokens_per_event;
     const std::int64_t before = emitted_;
     if (emitted_ == 0 && limit > 0) renderer_->AppendRoleEvent(pending_data_);
     while (emitted_ < limit && pending_data_.size() < kInstantBatchBytes) {
-      const std::int64_t n = std::min(per_event, limit - emitted_);
-      std::optional<FinishReason> finish;
-      if (emitted_ + n == spec.max_tokens) finish = FinishReason::kLength;
-      renderer_->AppendTokensEvent(pending_data_, emitted_, n, finish);
-      emitted_ += n;
+      emitted_ += std::min(per_event, limit - emitted_);
+      renderer_->AppendProgress(pending_data_, progress_, emitted_, std::nullopt, per_event,
+                                /*flush=*/true);
     }
-    sent_tokens_ = emitted_;
     server_.InstantTokens(emitted_ - before);
-    if (emitted_ == spec.max_tokens) {
+    if (emitted_ == total) {
       instant_generating_ = false;
       server_.InstantEnded(true);
       EndStream();
@@ -646,7 +758,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const GenerationSpec& spec = renderer_->spec();
     std::string& out = Out();
     if (spec.include_usage || server_.config().usage_always) {
-      renderer_->AppendUsageEvent(out, emitted_, CachedTokens());
+      renderer_->AppendUsageEvent(out, renderer_->CompletionTokens(emitted_), CachedTokens());
     }
     if (!server_.config().faults.no_done) ResponseRenderer::AppendDone(out);
     if (stalled_) {
@@ -733,6 +845,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void CancelTimers() {
+    if (health_timer_) health_timer_->cancel();
+    health_waiting_ = false;
     if (stall_timer_) stall_timer_->cancel();
     if (keepalive_timer_) keepalive_timer_->cancel();
     stalled_ = false;
@@ -753,13 +867,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     pending_head_ += "\r\n";
   }
 
-  void SendError(const ApiError& error) { SendBody(error.status, "application/json", RenderError(error)); }
+  // `extra_headers`: whole header lines, each ending in CRLF.
+  void SendError(const ApiError& error, std::string_view extra_headers = {}) {
+    SendBody(error.status, "application/json", RenderError(error), extra_headers);
+  }
 
   // A whole response with a content-length; ends the current response.
-  void SendBody(int status, std::string_view content_type, std::string_view body) {
+  void SendBody(int status, std::string_view content_type, std::string_view body,
+                std::string_view extra_headers = {}) {
     fmt::format_to(std::back_inserter(pending_head_),
-                   "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}{}\r\n", status,
-                   Reason(status), content_type, body.size(), kEmulatedHeader,
+                   "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}{}{}\r\n", status,
+                   Reason(status), content_type, body.size(), kEmulatedHeader, extra_headers,
                    keep_alive_ ? "" : "connection: close\r\n");
     pending_head_ += body;
     raw_response_ = true;
@@ -858,7 +976,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<ResponseRenderer> renderer_;
   SequenceId sequence_ = 0;         // 0: none in the engine model
   std::int64_t emitted_ = 0;        // output tokens produced for the client so far
-  std::int64_t sent_tokens_ = 0;    // of them, rendered into events (tokens_per_event)
+  std::vector<ChoiceProgress> progress_;  // per choice, what the stream has rendered
   std::int64_t cached_tokens_ = 0;  // prompt tokens the prefix cache served
   MonoTime last_token_at_;
   // Fault plan of the generation in progress (token counts after which they strike).
@@ -869,6 +987,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string held_data_;           // events produced during a stall
   std::optional<asio::steady_timer> stall_timer_;
   std::optional<asio::steady_timer> keepalive_timer_;
+  std::optional<asio::steady_timer> health_timer_;
+  bool health_waiting_ = false;  // a /health answer waits for the engine to go idle
   bool wrote_since_tick_ = false;
   // Output buffers.
   std::string pending_head_;  // raw bytes (status line and headers, or a whole response)
@@ -917,6 +1037,7 @@ void EmulatorServer::Impl::RunStartupStage(std::size_t stage, Nanos offset) {
   const double t = ToSeconds(Now() - started_at_);
   if (stage == durations.size()) {
     ready_ = true;
+    ready_at_ = Now();
     stats_ready_.store(true, std::memory_order_relaxed);
     Log(fmt::format("bakeoff emulate: ready t={:.3f}", t));
     return;
@@ -1003,6 +1124,31 @@ void EmulatorServer::Impl::AbortSequence(SequenceId id) {
   ++metrics_.finished_abort;
   stats_aborted_.fetch_add(1, std::memory_order_relaxed);
   PublishQueueStats();
+  WakeIdleWaiters();
+}
+
+void EmulatorServer::Impl::DetachSequence(SequenceId id) {
+  auto it = streams_.find(id);
+  if (it != streams_.end()) it->second = nullptr;  // OnStepDone counts its tokens, sends nothing
+}
+
+bool EmulatorServer::Impl::Healthy() const {
+  if (ShuttingDown()) return false;
+  if (config_.faults.health_lies) return true;
+  return ready_ && Now() >= ready_at_ + config_.faults.health_late;
+}
+
+void EmulatorServer::Impl::WakeIdleWaiters() {
+  if (idle_waiters_.empty() || Busy()) return;
+  // Posted: the caller may be in the middle of another connection's handler.
+  asio::post(io_, [this] {
+    if (Busy() || stopping_) return;
+    std::vector<std::weak_ptr<Connection>> waiters;
+    waiters.swap(idle_waiters_);
+    for (auto& weak : waiters) {
+      if (auto connection = weak.lock()) connection->OnIdle();
+    }
+  });
 }
 
 void EmulatorServer::Impl::InstantStarted(std::int64_t prompt_tokens) {
@@ -1012,6 +1158,7 @@ void EmulatorServer::Impl::InstantStarted(std::int64_t prompt_tokens) {
 
 void EmulatorServer::Impl::InstantEnded(bool finished) {
   --instant_running_;
+  WakeIdleWaiters();
   if (finished) {
     ++metrics_.finished_length;
     stats_finished_.fetch_add(1, std::memory_order_relaxed);
@@ -1085,6 +1232,7 @@ void EmulatorServer::Impl::OnStepDone() {
       }
       stats_finished_.fetch_add(1, std::memory_order_relaxed);
     }
+    if (connection == nullptr) continue;  // its client went away (--fault-ignore-disconnect)
     connection->OnToken(event, now);
     touched.push_back(connection->shared_from_this());
   }
@@ -1092,6 +1240,7 @@ void EmulatorServer::Impl::OnStepDone() {
   for (auto& connection : touched) connection->Flush();
   metrics_.step_lag.Observe(ToSeconds(Now() - step_end_));
   PublishQueueStats();
+  WakeIdleWaiters();
   // Back to back in model time, unless the loop fell behind real time.
   BeginStep(now - step_end_ <= kMaxStepLag ? step_end_ : now);
 }
@@ -1211,6 +1360,11 @@ Status ValidateEmulatorConfig(const EmulatorConfig& config) {
     if (!(rate >= 0 && rate <= 1)) return invalid(fmt::format("{} must be in [0, 1]", name));
   }
   if (f.stall < Nanos{0}) return invalid("faults.stall must be >= 0");
+  if (f.health_busy_delay < Nanos{0}) return invalid("faults.health_busy_delay must be >= 0");
+  if (f.health_late < Nanos{0}) return invalid("faults.health_late must be >= 0");
+  if (config.not_ready_status < 200 || config.not_ready_status > 599) {
+    return invalid("not_ready_status must be in [200, 599]");
+  }
   return ValidateEngineConfig(config.engine);
 }
 

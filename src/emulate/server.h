@@ -7,14 +7,15 @@
 // With `instant`, the model is bypassed and every request's tokens are written as fast as the
 // socket takes them, for measuring clients.
 // Also owns the server's life cycle as an engine shows it to a client: a staged start-up (each
-// stage logged, /health 503 until ready), a bounded waiting queue (503 beyond it), client
-// disconnects that abort their sequence, graceful drain or abort on shutdown, and the fault and
-// quirk knobs that imitate misbehaving engines (docs/emulator.md, "Faults and quirks").
-// Endpoints: GET /health, GET /metrics (emulate/metrics.h), GET /v1/models, POST /v1/completions,
-// POST /v1/chat/completions, POST /tokenize (docs/emulator.md). Every response carries
-// `X-Bakeoff-Emulated: true`.
-// Does not own: the engine model, the OpenAI body formats (emulate/openai_api.h), the metric
-// names (emulate/metrics.h), signals and process exit (cli/emulate_command.cc).
+// stage logged, /health 503 until ready), a bounded waiting queue (503 with Retry-After beyond
+// it), client disconnects that abort their sequence, graceful drain or abort on shutdown, the
+// output of each choice (answers, JSON, tool calls, stop strings: emulate/output_text.h), and
+// the fault and quirk knobs that imitate misbehaving engines (docs/emulator.md, "Faults and
+// quirks"). Endpoints: GET /health, GET /metrics (emulate/metrics.h), GET /v1/models, POST
+// /v1/completions, POST /v1/chat/completions, POST /tokenize (docs/emulator.md). Every response
+// carries `X-Bakeoff-Emulated: true`. Does not own: the engine model, the OpenAI body formats
+// (emulate/openai_api.h), the metric names (emulate/metrics.h), signals and process exit
+// (cli/emulate_command.cc).
 //
 // Threading: Start() spawns one I/O thread that owns every socket, timer, the scheduler and the
 // metrics; nothing in it is locked. The public methods are safe from any other thread. The
@@ -30,6 +31,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "emulate/output_text.h"
 #include "emulate/scheduler.h"
 
 namespace bakeoff::emulate {
@@ -65,6 +67,27 @@ struct FaultConfig {
   // then `data: [DONE]` (vLLM's shape for an error after the 200 header) and ends; the sequence
   // is aborted.
   double stream_error_rate = 0.0;
+  // A client that disconnects does not abort its sequence: it keeps running in the engine model
+  // (counted in /metrics, holding its KV and its running slot) until it finishes. Modelled mode
+  // only (instant mode has no engine to keep busy).
+  bool ignore_disconnect = false;
+  // While any sequence runs or waits, GET /health answers only after this long, or as soon as the
+  // engine goes idle, whichever comes first ("health blocks while busy"). 0 = at once.
+  Nanos health_busy_delay{0};
+  // /health keeps answering not_ready_status for this long after ready, while the API already
+  // serves ("able to serve long before /health says so"). 0 = none.
+  Nanos health_late{0};
+  // Invalid generation and /tokenize bodies (malformed JSON, wrong field types, out-of-range
+  // values; every 400 of openai_api.h) get 500 InternalServerError instead.
+  bool bad_input_500 = false;
+  // A prompt over the context limit is left-truncated to fit and served (openai_api.h
+  // ServedModel::truncate_prompts) instead of a 400.
+  bool truncate_prompts = false;
+  // The output text varies per request: the same prompt and seed (or temperature 0) give
+  // different words each time.
+  bool nondeterministic = false;
+  // Stop strings (`stop`) are ignored.
+  bool ignore_stop = false;
   std::uint64_t seed = 0;
 };
 
@@ -88,6 +111,15 @@ struct EmulatorConfig {
   // ": keep-alive". 0 = never.
   Nanos keepalive_comments{0};
   FaultConfig faults;
+  // What GET /health answers before ready (and while faults.health_late holds it back): 503 with
+  // an empty body by default; any other status in [200, 599] comes with the body
+  // {"status":"loading"} (e.g. 200, as some engines say "loading" with a 200).
+  int not_ready_status = 503;
+  // GET /metrics answers 404 (an engine without a metrics endpoint).
+  bool no_metrics = false;
+  // --answers: a request whose answer key (openai_api.h GenerationSpec::answer_key) is in the
+  // table outputs that answer (finish_reason "stop" when it fits max_tokens). Empty = none.
+  AnswerTable answers;
   // A keep-alive connection with no request bytes for this long is closed.
   Nanos idle_timeout = std::chrono::seconds(60);
   // A request whose headers and body have not fully arrived this long after its first byte is

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/bakeoff_process.h"
 #include "test_http_client.h"
 
 extern char** environ;
@@ -92,6 +94,18 @@ int Wait(pid_t pid) {
   for (int i = 0; i < 1000; ++i) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    ::usleep(10000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Waits up to ~10 s for the child; returns its raw wait status, or -1 (still running: killed).
+int WaitStatus(pid_t pid) {
+  for (int i = 0; i < 1000; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
     ::usleep(10000);
   }
   ::kill(pid, SIGKILL);
@@ -177,6 +191,10 @@ TEST_F(EmulateCommandTest, InvalidValuesExitTwo) {
            {"--tokens-per-event", "0"},
            {"--fault-error-rate", "1.5"},
            {"--max-waiting=-1"},
+           {"--not-ready-status", "99"},
+           {"--fault-health-busy-delay-ms=-1"},
+           {"--fault-health-late-ms=-5"},
+           {"--answers", "/nonexistent/answers.jsonl"},
            {"--max-batched-tokens", "10", "--max-num-seqs", "20"},
            {"--preset", "no-such-preset-anywhere"}}) {
     std::vector<std::string> args = {BAKEOFF_BINARY, "emulate", "--port", "0"};
@@ -342,6 +360,116 @@ TEST_F(EmulateCommandTest, PresetGivesTheEngineAndTypedFlagsOverrideIt) {
     EXPECT_EQ(WaitExit(), 0);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_F(EmulateCommandTest, SigtermCutClosesStreamsSilently) {
+  std::vector<std::string> flags = kFastEngine;
+  flags.insert(flags.end(), {"--on-sigterm", "cut"});
+  const std::uint16_t port = StartEmulator(flags);
+  ASSERT_GT(port, 0) << first_line_;
+  testing::TestConnection stream(port);
+  ASSERT_TRUE(stream.Send(StreamRequest(30000)));
+  std::string got;
+  ASSERT_TRUE(stream.ReadUntil(got, R"("content":")"));
+  ::kill(child_.pid, SIGTERM);
+  bool closed = false;
+  got += stream.ReadToEnd(&closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(got.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(got.find(R"("error")"), std::string::npos);
+  EXPECT_EQ(got.find("\r\n0\r\n\r\n"), std::string::npos);  // not even the last chunk
+  EXPECT_EQ(ReadLineStartingWith(child_.stdout_fd, "bakeoff emulate: sigterm"),
+            "bakeoff emulate: sigterm mode=cut");
+  EXPECT_EQ(WaitExit(), 0);
+}
+
+TEST_F(EmulateCommandTest, SigtermCrashDiesBySigabrt) {
+  std::vector<std::string> flags = kFastEngine;
+  flags.insert(flags.end(), {"--on-sigterm", "crash"});
+  rlimit no_core{0, 0};  // the child inherits it: no core file for the expected SIGABRT
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  const std::uint16_t port = StartEmulator(flags);
+  ASSERT_GT(port, 0) << first_line_;
+  testing::TestConnection stream(port);
+  ASSERT_TRUE(stream.Send(StreamRequest(30000)));
+  std::string got;
+  ASSERT_TRUE(stream.ReadUntil(got, R"("content":")"));
+  ::kill(child_.pid, SIGTERM);
+  const int status = WaitStatus(child_.pid);
+  child_.pid = -1;
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  got += stream.ReadToEnd();
+  EXPECT_EQ(got.find("[DONE]"), std::string::npos);
+}
+
+TEST_F(EmulateCommandTest, SigtermIgnoredOnlySigkillStopsIt) {
+  std::vector<std::string> flags = kFastEngine;
+  flags.insert(flags.end(), {"--on-sigterm", "ignore"});
+  const std::uint16_t port = StartEmulator(flags);
+  ASSERT_GT(port, 0) << first_line_;
+  testing::TestConnection stream(port);
+  ASSERT_TRUE(stream.Send(StreamRequest(400)));
+  std::string got;
+  ASSERT_TRUE(stream.ReadUntil(got, R"("content":")"));
+  ::kill(child_.pid, SIGTERM);
+  EXPECT_EQ(ReadLineStartingWith(child_.stdout_fd, "bakeoff emulate: sigterm"),
+            "bakeoff emulate: sigterm mode=ignore (only SIGKILL or SIGINT stops it)");
+  got += stream.ReadToEnd();
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos);  // the stream went on to its end
+  ::kill(child_.pid, SIGTERM);
+  ::usleep(200000);
+  EXPECT_EQ(testing::Fetch(port, "GET", "/health").status, 200);  // still serving
+  ::kill(child_.pid, SIGKILL);
+  const int status = WaitStatus(child_.pid);
+  child_.pid = -1;
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST_F(EmulateCommandTest, ProbeKnobsReachTheServer) {
+  const std::filesystem::path answers =
+      std::filesystem::temp_directory_path() /
+      ("bakeoff-answers-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(answers) << R"({"prompt":"2+2=","answer":"4"})"
+                         << "\n";
+  const std::uint16_t port =
+      StartEmulator({"--no-metrics", "--not-ready-status", "200", "--startup-load", "2",
+                     "--answers", answers.string(), "--fault-bad-input-500"});
+  ASSERT_GT(port, 0) << first_line_;
+  testing::HttpResponse loading = testing::Fetch(port, "GET", "/health");
+  EXPECT_EQ(loading.status, 200);
+  EXPECT_EQ(loading.body, R"({"status":"loading"})");
+  EXPECT_EQ(testing::Fetch(port, "GET", "/metrics").status, 404);
+  EXPECT_EQ(ReadLineStartingWith(child_.stdout_fd, "bakeoff emulate: ready")
+                .rfind("bakeoff emulate: ready", 0),
+            0u);
+  testing::HttpResponse answered =
+      testing::Fetch(port, "POST", "/v1/completions", R"({"prompt":"2+2=","max_tokens":5})");
+  EXPECT_EQ(json::parse(answered.body)["choices"][0]["text"], "4");
+  EXPECT_EQ(testing::Fetch(port, "POST", "/v1/completions", "{").status, 500);
+  ::kill(child_.pid, SIGINT);
+  EXPECT_EQ(WaitExit(), 0);
+  std::filesystem::remove(answers);
+}
+
+TEST_F(EmulateCommandTest, BadAnswersFileNamesTheLineAndExitsTwo) {
+  const std::filesystem::path answers =
+      std::filesystem::temp_directory_path() /
+      ("bakeoff-bad-answers-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(answers) << R"({"prompt":"a","answer":"b"})"
+                         << "\n"
+                         << R"({"prompt":"a","answer":3})"
+                         << "\n";
+  ::bakeoff::testing::ProcessOptions options;
+  options.kill_after = std::chrono::seconds(10);
+  ::bakeoff::testing::Finished run = ::bakeoff::testing::RunBakeoff(
+      {"emulate", "--port", "0", "--answers", answers.string()}, options);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(answers.string() + ":2: field \"answer\" must be a string"),
+            std::string::npos)
+      << run.output;
+  std::filesystem::remove(answers);
 }
 
 }  // namespace

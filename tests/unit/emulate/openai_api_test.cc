@@ -105,7 +105,18 @@ TEST(OpenAiApiTest, RejectsBadRequestsWith400) {
       R"({"messages":[{"role":"user","content":"a"}],"max_tokens":"ten"})",
       R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1000})",
       R"({"messages":[{"role":"user","content":"a"}],"stream_options":{"include_usage":true}})",
-      R"({"messages":[{"role":"user","content":"a"}],"n":2})",
+      R"({"messages":[{"role":"user","content":"a"}],"n":0})",
+      R"({"messages":[{"role":"user","content":"a"}],"n":129})",
+      R"({"messages":[{"role":"user","content":"a"}],"stop":7})",
+      R"({"messages":[{"role":"user","content":"a"}],"stop":["x",1]})",
+      R"({"messages":[{"role":"user","content":"a"}],"logprobs":"yes"})",
+      R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":21})",
+      R"({"messages":[{"role":"user","content":"a"}],"top_logprobs":2})",
+      R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"xml"}})",
+      R"({"messages":[{"role":"user","content":"a"}],"response_format":{"type":"json_schema"}})",
+      R"({"messages":[{"role":"user","content":"a"}],"tools":{}})",
+      R"({"messages":[{"role":"user","content":"a"}],"tool_choice":"required"})",
+      R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})",
       R"({"messages":[{"role":"user","content":"a"}],"stream":"yes"})",
       R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5,"min_tokens":6})",
       R"({"messages":[{"role":"user","content":"a"}],"model":7})",
@@ -276,6 +287,243 @@ TEST(OpenAiApiTest, SeveralTokensPerEventAndErrorEvents) {
   EXPECT_EQ(events[2]["error"]["message"], "boom");
   EXPECT_EQ(events[2]["error"]["code"], 500);
   EXPECT_EQ(events[2]["error"]["type"], "InternalServerError");
+}
+
+TEST(OpenAiApiTest, ParsesNStopAndLogprobs) {
+  GenerationSpec chat = ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],
+      "n":3,"stop":["x y","",  "z"],"logprobs":true,"top_logprobs":2,"max_tokens":4})");
+  EXPECT_EQ(chat.n, 3);
+  EXPECT_EQ(chat.stop, (std::vector<std::string>{"x y", "z"}));  // empty strings dropped
+  EXPECT_EQ(chat.logprobs, 2);
+  EXPECT_EQ(
+      ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],"stop":"q"})").stop,
+      std::vector<std::string>{"q"});
+  EXPECT_EQ(
+      ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true})")
+          .logprobs,
+      0);
+  EXPECT_FALSE(
+      ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}]})").logprobs);
+  EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":"a","logprobs":3})").logprobs, 3);
+}
+
+TEST(OpenAiApiTest, AnswerKeyIsThePromptOrTheLastUserMessage) {
+  EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":"two words"})").answer_key, "two words");
+  EXPECT_EQ(ParseOk(Endpoint::kCompletions, R"({"prompt":["two words"]})").answer_key, "two words");
+  EXPECT_FALSE(ParseOk(Endpoint::kCompletions, R"({"prompt":[1,2]})").answer_key);
+  EXPECT_EQ(ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"first"},
+      {"role":"assistant","content":"reply"},{"role":"user","content":[{"type":"text","text":"a"},
+      {"type":"text","text":"b"}]}]})")
+                .answer_key,
+            "a\nb");
+}
+
+TEST(OpenAiApiTest, ResponseFormatGivesJsonValidAgainstTheSchema) {
+  GenerationSpec spec = ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"person","schema":{
+        "type":"object","required":["name","age","tags","kind"],"properties":{
+          "name":{"type":"string","minLength":6},"age":{"type":"integer","minimum":18},
+          "tags":{"type":"array","items":{"type":"boolean"},"minItems":2},
+          "kind":{"enum":["cat","dog"]},"note":{"type":"string"}}}}}})");
+  ASSERT_TRUE(spec.json_text);
+  json doc = json::parse(*spec.json_text);
+  EXPECT_GE(doc["name"].get<std::string>().size(), 6u);
+  EXPECT_GE(doc["age"].get<int>(), 18);
+  EXPECT_EQ(doc["tags"], json::parse("[true,true]"));
+  EXPECT_EQ(doc["kind"], "cat");
+  EXPECT_FALSE(doc.contains("note"));  // not required
+  GenerationSpec object = ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],
+      "response_format":{"type":"json_object"}})");
+  ASSERT_TRUE(object.json_text);
+  EXPECT_TRUE(json::parse(*object.json_text).is_object());
+  EXPECT_FALSE(ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],
+      "response_format":{"type":"text"}})")
+                   .json_text);
+}
+
+TEST(OpenAiApiTest, ToolChoiceDecidesTheCall) {
+  const std::string tools = R"("tools":[
+      {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+        "properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1}},
+        "required":["city","days"]}}},
+      {"type":"function","function":{"name":"get_time"}}])";
+  auto parse = [&](const std::string& user, const std::string& choice) {
+    return ParseOk(Endpoint::kChat, R"({"messages":[{"role":"user","content":")" + user + "\"}]," +
+                                        tools +
+                                        (choice.empty() ? "" : ",\"tool_choice\":" + choice) + "}");
+  };
+  GenerationSpec weather = parse("call get_weather please", "");  // auto, name mentioned
+  ASSERT_TRUE(weather.tool_call);
+  EXPECT_EQ(weather.tool_call->name, "get_weather");
+  json arguments = json::parse(weather.tool_call->arguments);
+  EXPECT_TRUE(arguments["city"].is_string());
+  EXPECT_GE(arguments["days"].get<int>(), 1);
+  EXPECT_FALSE(parse("hello there", "\"auto\"").tool_call);  // auto, nothing mentioned
+  EXPECT_FALSE(parse("get_weather", "\"none\"").tool_call);
+  ASSERT_TRUE(parse("hello", "\"required\"").tool_call);
+  EXPECT_EQ(parse("hello", "\"required\"").tool_call->name, "get_weather");
+  GenerationSpec named = parse("hello", R"({"type":"function","function":{"name":"get_time"}})");
+  ASSERT_TRUE(named.tool_call);
+  EXPECT_EQ(named.tool_call->name, "get_time");
+  EXPECT_EQ(named.tool_call->arguments, "{}");
+}
+
+TEST(OpenAiApiTest, TruncatePromptsKeepsTheLastTokens) {
+  ServedModel served = kServed;
+  served.truncate_prompts = true;
+  std::string long_prompt;
+  for (int i = 0; i < 1500; ++i) long_prompt += "w" + std::to_string(i) + " ";
+  auto parsed = ParseGenerationRequest(
+      Endpoint::kCompletions, R"({"prompt":")" + long_prompt + R"(","max_tokens":10})", served);
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(parsed));
+  const GenerationSpec& spec = std::get<GenerationSpec>(parsed);
+  EXPECT_EQ(spec.prompt_tokens, 990);
+  EXPECT_EQ(spec.prompt.back(), PieceId("w1499"));  // left-truncated: the end survives
+  EXPECT_EQ(spec.prompt.front(), PieceId("w510"));
+  // Chat without max_tokens: only a prompt at the limit is truncated (to leave 16).
+  auto chat = ParseGenerationRequest(
+      Endpoint::kChat, R"({"messages":[{"role":"user","content":")" + long_prompt + R"("}]})",
+      served);
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(chat));
+  EXPECT_EQ(std::get<GenerationSpec>(chat).prompt_tokens, 1000 - 16);
+  EXPECT_EQ(std::get<GenerationSpec>(chat).max_tokens, 16);
+  // Without the knob, the same request is a 400.
+  EXPECT_EQ(
+      ParseError(Endpoint::kCompletions, R"({"prompt":")" + long_prompt + R"(","max_tokens":10})")
+          .status,
+      400);
+}
+
+// A renderer whose choice 0 is a fixed text.
+ResponseRenderer FixedRenderer(GenerationSpec spec, std::string_view text, FinishReason finish) {
+  std::vector<ChoiceText> choices;
+  for (std::int64_t c = 0; c < spec.n; ++c) choices.push_back(ChoiceText::Fixed(text, finish));
+  return ResponseRenderer(spec, kServed, 5, 1, std::move(choices));
+}
+
+TEST(OpenAiApiTest, SeveralChoicesHaveTheirIndexAndUsageCountsThemAll) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kChat;
+  spec.prompt_tokens = 2;
+  spec.max_tokens = 3;
+  spec.n = 2;
+  ResponseRenderer renderer(spec, kServed, 6, 1);
+  EXPECT_EQ(renderer.engine_tokens(), 3);
+  std::string out;
+  renderer.AppendRoleEvent(out);
+  std::vector<ChoiceProgress> progress(2);
+  for (std::int64_t emitted = 1; emitted <= 3; ++emitted) {
+    renderer.AppendProgress(out, progress, emitted,
+                            emitted == 3 ? std::optional(FinishReason::kLength) : std::nullopt, 1,
+                            false);
+  }
+  auto events = Events(out);
+  ASSERT_EQ(events.size(), 8u);  // 2 role events, 3 tokens x 2 choices
+  std::string text[2];
+  for (const json& event : events) {
+    const json& choice = event["choices"][0];
+    if (choice["delta"].contains("content"))
+      text[choice["index"].get<int>()] += choice["delta"]["content"];
+  }
+  EXPECT_EQ(CountTokens(text[0]), 3u);
+  EXPECT_EQ(CountTokens(text[1]), 3u);
+  EXPECT_NE(text[0], text[1]);  // choices differ
+  EXPECT_EQ(events[7]["choices"][0]["finish_reason"], "length");
+  json body = json::parse(renderer.RenderFullBody(3, FinishReason::kLength));
+  ASSERT_EQ(body["choices"].size(), 2u);
+  EXPECT_EQ(body["choices"][1]["index"], 1);
+  EXPECT_EQ(body["choices"][0]["message"]["content"], text[0]);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 6);
+}
+
+TEST(OpenAiApiTest, FixedTextEndsWithItsOwnFinishReason) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kCompletions;
+  spec.prompt_tokens = 1;
+  spec.max_tokens = 10;
+  ResponseRenderer renderer = FixedRenderer(spec, "Paris is \"big\"", FinishReason::kStop);
+  EXPECT_EQ(renderer.engine_tokens(), 3);
+  json body = json::parse(renderer.RenderFullBody(3, FinishReason::kLength));
+  EXPECT_EQ(body["choices"][0]["text"], "Paris is \"big\"");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"]["completion_tokens"], 3);
+  spec.max_tokens = 2;  // too short for the whole text
+  ResponseRenderer short_renderer = FixedRenderer(spec, "Paris is \"big\"", FinishReason::kStop);
+  json cut = json::parse(short_renderer.RenderFullBody(2, FinishReason::kLength));
+  EXPECT_EQ(cut["choices"][0]["text"], "Paris is ");
+  EXPECT_EQ(cut["choices"][0]["finish_reason"], "length");
+}
+
+TEST(OpenAiApiTest, ToolCallsRenderInVllmShapes) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kChat;
+  spec.prompt_tokens = 1;
+  spec.max_tokens = 100;
+  spec.stream = true;
+  spec.tool_call = ToolCallSpec{"get_weather", R"({"city":"text","days":1})"};
+  ResponseRenderer renderer =
+      FixedRenderer(spec, spec.tool_call->arguments, FinishReason::kToolCalls);
+  std::string out;
+  renderer.AppendRoleEvent(out);
+  std::vector<ChoiceProgress> progress(1);
+  for (std::int64_t emitted = 1; emitted <= renderer.engine_tokens(); ++emitted) {
+    renderer.AppendProgress(out, progress, emitted, std::nullopt, 1, false);
+  }
+  auto events = Events(out);
+  ASSERT_GE(events.size(), 3u);
+  const json& header = events[1]["choices"][0]["delta"]["tool_calls"][0];
+  EXPECT_EQ(header["type"], "function");
+  EXPECT_EQ(header["function"]["name"], "get_weather");
+  EXPECT_EQ(header["id"].get<std::string>().rfind("chatcmpl-tool-", 0), 0u);
+  std::string arguments;
+  for (std::size_t i = 2; i < events.size(); ++i) {
+    arguments += events[i]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"];
+  }
+  EXPECT_EQ(json::parse(arguments), json::parse(spec.tool_call->arguments));
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "tool_calls");
+  json body = json::parse(renderer.RenderFullBody(renderer.engine_tokens(), FinishReason::kLength));
+  const json& message = body["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], spec.tool_call->arguments);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST(OpenAiApiTest, LogprobsRenderInVllmShapes) {
+  GenerationSpec spec;
+  spec.endpoint = Endpoint::kChat;
+  spec.prompt_tokens = 1;
+  spec.max_tokens = 3;
+  spec.logprobs = 2;
+  ResponseRenderer chat(spec, kServed, 7, 1);
+  std::string out;
+  chat.AppendTokensEvent(out, 0, 2, std::nullopt);
+  auto events = Events(out);
+  ASSERT_EQ(events.size(), 1u);
+  const json& content = events[0]["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[1]["token"], std::string(OutputPiece(0, 1)));
+  EXPECT_LT(content[1]["logprob"].get<double>(), 0.0);
+  ASSERT_EQ(content[1]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(content[1]["top_logprobs"][0]["token"], content[1]["token"]);
+  EXPECT_LT(content[1]["top_logprobs"][1]["logprob"].get<double>(),
+            content[1]["logprob"].get<double>());
+  EXPECT_EQ(content[1]["bytes"].size(), OutputPiece(0, 1).size());
+  json body = json::parse(chat.RenderFullBody(3, FinishReason::kLength));
+  EXPECT_EQ(body["choices"][0]["logprobs"]["content"].size(), 3u);
+  EXPECT_EQ(body["choices"][0]["logprobs"]["content"][1], content[1]);  // same figures
+
+  spec.endpoint = Endpoint::kCompletions;
+  ResponseRenderer completions(spec, kServed, 8, 1);
+  out.clear();
+  completions.AppendTokensEvent(out, 1, 2, FinishReason::kLength);
+  events = Events(out);
+  const json& lp = events[0]["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json::array({OutputPiece(0, 1), OutputPiece(0, 2)}));
+  EXPECT_EQ(lp["text_offset"][0], OutputPiece(0, 0).size());
+  EXPECT_EQ(lp["token_logprobs"].size(), 2u);
+  EXPECT_EQ(lp["top_logprobs"][0].size(), 2u);
+  EXPECT_EQ(events[0]["choices"][0]["finish_reason"], "length");
 }
 
 }  // namespace

@@ -82,12 +82,19 @@ TEST(EmulatorShutdownTest, DrainFinishesInFlightAndRefusesNewWork) {
   TestConnection keep_alive(port);  // an idle keep-alive connection, open before the drain
   ASSERT_TRUE(keep_alive.Send(FormatRequest("GET", "/health", "", true)));
   ASSERT_EQ(keep_alive.ReadResponse().status, 200);
+  TestConnection prober(port);  // another connection, idle since before the drain
+  ASSERT_TRUE(prober.Send(FormatRequest("GET", "/health", "", true)));
+  ASSERT_EQ(prober.ReadResponse().status, 200);
   TestConnection streaming(port);
   ASSERT_TRUE(streaming.Send(ChatRequest(1500, true)));  // >= 1.5 s at 1 ms per step
   std::string head;
   ASSERT_TRUE(streaming.ReadUntil(head, R"("content":")"));
   server->BeginDrain(std::chrono::seconds(20));
   EXPECT_TRUE(WaitFor([&] { return Refused(port); }));  // no new connections
+  // /health says 503 while draining.
+  ASSERT_TRUE(prober.Send(FormatRequest("GET", "/health", "", true)));
+  HttpResponse draining_health = prober.ReadResponse();
+  EXPECT_EQ(draining_health.status, 503) << draining_health.raw;
   // A new request on a connection opened before: 503, and the connection closes.
   ASSERT_TRUE(keep_alive.Send(FormatRequest("POST", "/v1/chat/completions", ChatBody(2, true), true)));
   HttpResponse refused = keep_alive.ReadResponse();
@@ -352,6 +359,191 @@ TEST(EmulatorQuirkTest, KeepAliveCommentsWhileQueued) {
   EXPECT_EQ(Contents(events).size(), 3u);
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(first.ReadResponse().status, 200);
+}
+
+// --- probe faults ---
+
+std::string Series(const std::string& name, const std::string& extra = "") {
+  return name + "{model_name=\"emulated-model\"" + (extra.empty() ? "" : "," + extra) + "}";
+}
+
+TEST(EmulatorFaultTest, IgnoreDisconnectKeepsTheSequenceRunning) {
+  EmulatorConfig config = FastConfig();
+  config.faults.ignore_disconnect = true;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  const std::uint16_t port = server->port();
+  {
+    TestConnection connection(port);
+    ASSERT_TRUE(connection.Send(ChatRequest(300, true)));
+    std::string got;
+    ASSERT_TRUE(connection.ReadUntil(got, R"("content":")"));
+  }  // gone mid-stream
+  ASSERT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+  // Still running, still generating, not counted as aborted.
+  const double tokens_then = Metric(port, Series("vllm:generation_tokens_total"));
+  EXPECT_EQ(Metric(port, Series("vllm:num_requests_running")), 1.0);
+  EXPECT_TRUE(
+      WaitFor([&] { return Metric(port, Series("vllm:generation_tokens_total")) > tokens_then; }));
+  EXPECT_EQ(server->stats().aborted, 0u);
+  // It runs to its end: all 300 tokens, finished "length".
+  ASSERT_TRUE(WaitFor([&] { return server->stats().finished == 1; }, std::chrono::seconds(10)));
+  EXPECT_EQ(Metric(port, Series("vllm:generation_tokens_total")), 300.0);
+  EXPECT_EQ(Metric(port, Series("vllm:num_requests_running")), 0.0);
+  EXPECT_EQ(Metric(port, Series("vllm:request_success_total", R"(finished_reason="abort")")), 0.0);
+}
+
+TEST(EmulatorFaultTest, HealthBlocksWhileBusy) {
+  EmulatorConfig config = FastConfig();
+  config.faults.health_busy_delay = std::chrono::milliseconds(400);
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  const std::uint16_t port = server->port();
+  auto timed_health = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    const int status = Fetch(port, "GET", "/health").status;
+    EXPECT_EQ(status, 200);
+    return std::chrono::steady_clock::now() - start;
+  };
+  EXPECT_LT(timed_health(), std::chrono::milliseconds(300));  // idle: at once
+  TestConnection busy(port);
+  ASSERT_TRUE(busy.Send(ChatRequest(5000, true)));
+  std::string got;
+  ASSERT_TRUE(busy.ReadUntil(got, R"("content":")"));
+  EXPECT_GE(timed_health(), std::chrono::milliseconds(400));  // busy: the whole delay
+  // The engine going idle answers a waiting /health at once.
+  TestConnection health(port);
+  ASSERT_TRUE(health.Send(FormatRequest("GET", "/health", "")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto closed_at = std::chrono::steady_clock::now();
+  busy.Close();  // aborts the only sequence: the engine is idle
+  EXPECT_EQ(health.ReadResponse().status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_at, std::chrono::milliseconds(350));
+}
+
+TEST(EmulatorFaultTest, NotReadyStatusAndBody) {
+  EmulatorConfig config = FastConfig();
+  config.startup.load = std::chrono::seconds(30);
+  config.not_ready_status = 200;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  HttpResponse health = Fetch(server->port(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(json::parse(health.body)["status"], "loading");
+  EXPECT_EQ(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, false)).status, 503);
+  config.not_ready_status = 500;
+  auto other = StartOrDie(config);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(Fetch(other->port(), "GET", "/health").status, 500);
+  config.not_ready_status = 99;
+  EXPECT_FALSE(ValidateEmulatorConfig(config).ok());
+}
+
+TEST(EmulatorFaultTest, HealthLateSaysReadyAfterTheApiServes) {
+  EmulatorConfig config = FastConfig();
+  config.faults.health_late = std::chrono::milliseconds(600);
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 503);
+  EXPECT_EQ(Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, false)).status, 200);
+  EXPECT_TRUE(WaitFor([&] { return Fetch(server->port(), "GET", "/health").status == 200; }));
+}
+
+TEST(EmulatorFaultTest, BadInputGets500) {
+  EmulatorConfig config = FastConfig();
+  config.faults.bad_input_500 = true;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  for (const std::string& body :
+       {std::string("{not json"), std::string(R"({"messages":"hi"})"),
+        std::string(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":"x"})")}) {
+    HttpResponse response = Fetch(server->port(), "POST", "/v1/chat/completions", body);
+    EXPECT_EQ(response.status, 500) << body;
+    EXPECT_EQ(json::parse(response.body)["error"]["type"], "InternalServerError");
+  }
+  EXPECT_EQ(Fetch(server->port(), "POST", "/tokenize", "[").status, 500);
+  // Unknown models are still 404, valid requests still 200.
+  EXPECT_EQ(
+      Fetch(server->port(), "POST", "/v1/completions", R"({"model":"x","prompt":"a"})").status,
+      404);
+  EXPECT_EQ(
+      Fetch(server->port(), "POST", "/v1/completions", R"({"prompt":"a","max_tokens":2})").status,
+      200);
+}
+
+TEST(EmulatorFaultTest, TruncatePromptsServesOverLongPrompts) {
+  EmulatorConfig config = FastConfig();  // max_model_len 8192
+  config.faults.truncate_prompts = true;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  std::string prompt;
+  for (int i = 0; i < 9000; ++i) prompt += "w ";
+  HttpResponse response = Fetch(server->port(), "POST", "/v1/completions",
+                                json({{"prompt", prompt}, {"max_tokens", 4}}).dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(json::parse(response.body)["usage"]["prompt_tokens"], 8192 - 4);
+  config.faults.truncate_prompts = false;
+  auto strict = StartOrDie(config);
+  ASSERT_TRUE(strict);
+  EXPECT_EQ(Fetch(strict->port(), "POST", "/v1/completions",
+                  json({{"prompt", prompt}, {"max_tokens", 4}}).dump())
+                .status,
+            400);
+}
+
+TEST(EmulatorFaultTest, NoMetricsAnswers404) {
+  EmulatorConfig config = FastConfig();
+  config.no_metrics = true;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(Fetch(server->port(), "GET", "/metrics").status, 404);
+  EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 200);
+}
+
+std::string CompletionText(std::uint16_t port, const std::string& body) {
+  HttpResponse response = Fetch(port, "POST", "/v1/completions", body);
+  EXPECT_EQ(response.status, 200) << response.body;
+  json doc = json::parse(response.body, nullptr, false);
+  return doc.is_object() ? doc["choices"][0]["text"].get<std::string>() : "";
+}
+
+TEST(EmulatorFaultTest, NondeterministicVariesTheTextPerRequest) {
+  for (bool instant : {false, true}) {
+    EmulatorConfig config = FastConfig();
+    config.instant = instant;
+    auto steady = StartOrDie(config);
+    config.faults.nondeterministic = true;
+    auto varying = StartOrDie(config);
+    ASSERT_TRUE(steady && varying);
+    const std::string body = R"({"prompt":"same prompt","max_tokens":12,"seed":7,"temperature":0})";
+    EXPECT_EQ(CompletionText(steady->port(), body), CompletionText(steady->port(), body));
+    EXPECT_NE(CompletionText(varying->port(), body), CompletionText(varying->port(), body));
+  }
+}
+
+TEST(EmulatorFaultTest, IgnoreStopOutputsPastTheStopString) {
+  EmulatorConfig config = FastConfig();
+  auto server = StartOrDie(config);
+  config.faults.ignore_stop = true;
+  auto ignoring = StartOrDie(config);
+  ASSERT_TRUE(server && ignoring);
+  const std::string plain = CompletionText(server->port(), R"({"prompt":"p","max_tokens":20})");
+  const std::vector<std::string> words = [&] {
+    std::vector<std::string> out;
+    for (auto piece : TokenPieces(plain)) out.emplace_back(piece);
+    return out;
+  }();
+  ASSERT_EQ(words.size(), 20u);
+  const std::string stop = words[10] + " " + words[11];
+  json body = {{"prompt", "p"}, {"max_tokens", 20}, {"stop", stop}};
+  HttpResponse stopped = Fetch(server->port(), "POST", "/v1/completions", body.dump());
+  json doc = json::parse(stopped.body);
+  EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(doc["choices"][0]["text"].get<std::string>().find(stop), std::string::npos);
+  HttpResponse ignored = Fetch(ignoring->port(), "POST", "/v1/completions", body.dump());
+  json ignored_doc = json::parse(ignored.body);
+  EXPECT_EQ(ignored_doc["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ignored_doc["choices"][0]["text"], plain);
 }
 
 }  // namespace

@@ -474,6 +474,7 @@ TEST(EmulatorServerTest, WaitingQueueLimitAnswers503) {
   HttpResponse rejected = Fetch(server->port(), "POST", "/v1/chat/completions", ChatBody(2, true, false));
   ExpectApiError(rejected, 503);
   EXPECT_EQ(json::parse(rejected.body)["error"]["message"], "The request queue is full.");
+  EXPECT_EQ(rejected.headers["retry-after"], "1");  // well-behaved shedding
   EXPECT_EQ(server->stats().rejected, 1u);
   EXPECT_EQ(Metric(MetricsBody(server->port()), "bakeoff_emulate_rejected_requests_total",
                    R"(reason="queue_full")"),
