@@ -1,11 +1,13 @@
 // The compatibility, bad_input and quality probes, run by the built binary (`bakeoff probe
 // --url ... --only <probe>`) against the in-process emulated engine (well-behaved, then with a
-// fault knob) and against scripted servers that misbehave in ways the emulator does not: one that
+// fault knob: truncated prompts, ignored stop, nondeterminism, 500 on bad input, right and wrong
+// answers) and against scripted servers that misbehave in ways the emulator does not: one that
 // answers everything with the same completion, one that answers bad input with 500, one that
 // never answers bad input. Each test asserts the exit code, the probe's verdict, its checks and
 // the finding codes in probes.json.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,7 +16,9 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "emulate/output_text.h"
 #include "emulate/server.h"
+#include "qualify/quality_set.h"
 #include "support/bakeoff_process.h"
 #include "support/scripted_server.h"
 
@@ -106,21 +110,79 @@ TEST(ProbeApiTest, MalformedQualitySetIsAUsageErrorNamingFileAndLine) {
 
 // ---- against the emulated engine ----
 
-TEST(ProbeApiTest, CompatibilityCoreChecksPassAgainstTheEmulator) {
+TEST(ProbeApiTest, CompatibilityPassesAgainstTheEmulator) {
   auto server = StartEmulator();
   ASSERT_NE(server, nullptr);
   const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_ok");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
-  EXPECT_NE(run.probe["verdict"], "fail") << run.probe.dump(2);
+  EXPECT_EQ(run.probe["verdict"], "pass") << run.probe.dump(2);
+  EXPECT_TRUE(run.probe["findings"].empty()) << run.probe.dump(2);
   for (const char* check :
        {"models", "chat_non_streaming", "chat_streaming", "completions_non_streaming",
         "completions_streaming", "stream_usage", "max_tokens", "fixed_length", "determinism",
-        "unknown_model", "over_context"}) {
+        "stop", "logprobs", "n", "json_schema", "tools", "unknown_model", "over_context"}) {
     EXPECT_EQ(CheckStatus(run.probe, check), "pass") << check << "\n" << run.probe.dump(2);
   }
   // Each check keeps its exchange.
   EXPECT_TRUE(std::filesystem::exists(run.out / "evidence/compatibility/over_context.json"));
+  std::filesystem::remove_all(run.out);
+}
+
+TEST(ProbeApiTest, CompatibilityOnTheCompletionsApi) {
+  auto server = StartEmulator();
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_completions",
+                                      {"--api", "completions"});
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
+  EXPECT_EQ(run.probe["verdict"], "pass") << run.probe.dump(2);
+  std::filesystem::remove_all(run.out);
+}
+
+TEST(ProbeApiTest, CompatibilityFindsSilentPromptTruncation) {
+  emulate::EmulatorConfig config;
+  config.faults.truncate_prompts = true;
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_truncate");
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
+  EXPECT_EQ(run.probe["verdict"], "fail");
+  EXPECT_EQ(FindingCodes(run.probe), std::set<std::string>{"compatibility.over_context_truncated"})
+      << run.probe.dump(2);
+  EXPECT_EQ(CheckStatus(run.probe, "over_context"), "fail");
+  std::filesystem::remove_all(run.out);
+}
+
+TEST(ProbeApiTest, CompatibilityFindsAnIgnoredStopSequence) {
+  emulate::EmulatorConfig config;
+  config.faults.ignore_stop = true;
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_stop");
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;  // a warning, not disqualifying
+  EXPECT_EQ(run.probe["verdict"], "warn");
+  EXPECT_EQ(FindingCodes(run.probe), std::set<std::string>{"compatibility.stop_ignored"})
+      << run.probe.dump(2);
+  EXPECT_EQ(CheckStatus(run.probe, "stop"), "fail");
+  std::filesystem::remove_all(run.out);
+}
+
+TEST(ProbeApiTest, CompatibilityFindsNondeterminism) {
+  emulate::EmulatorConfig config;
+  config.faults.nondeterministic = true;
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_nondet");
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
+  EXPECT_EQ(run.probe["verdict"], "warn");
+  EXPECT_TRUE(FindingCodes(run.probe).count("compatibility.determinism_failed"))
+      << run.probe.dump(2);
+  // Stop is honoured but cannot be shown on a different answer: not a finding.
+  EXPECT_FALSE(FindingCodes(run.probe).count("compatibility.stop_failed")) << run.probe.dump(2);
   std::filesystem::remove_all(run.out);
 }
 
@@ -187,6 +249,84 @@ TEST(ProbeApiTest, QualityOwnSetAndThreshold) {
   std::filesystem::remove(set);
   std::filesystem::remove_all(low.out);
   std::filesystem::remove_all(high.out);
+}
+
+TEST(ProbeApiTest, BadInputAnswered500ByTheEmulatorIsAWarning) {
+  emulate::EmulatorConfig config;
+  config.faults.bad_input_500 = true;
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "bad_input", "bad_input_emu_500");
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
+  EXPECT_EQ(run.probe["verdict"], "warn") << run.probe.dump(2);
+  EXPECT_EQ(FindingCodes(run.probe), std::set<std::string>{"bad_input.server_error"});
+  EXPECT_EQ(CheckStatus(run.probe, "negative_max_tokens"), "fail");
+  EXPECT_EQ(CheckStatus(run.probe, "unknown_fields"), "pass");
+  std::filesystem::remove_all(run.out);
+}
+
+// What a model that knows the built-in set's answers says, by item id.
+const std::map<std::string, std::string> kRightAnswers = {
+    {"add", "42"},
+    {"multiply", "144"},
+    {"subtract", "999"},
+    {"week", "7"},
+    {"capital_france", "Paris"},
+    {"capital_japan", "Tokyo"},
+    {"capital_italy", "Rome"},
+    {"war_end", "1945"},
+    {"json_person", R"({"name": "Ada", "age": 36})"},
+    {"json_colors", R"(["red", "yellow", "blue"])"}};
+
+// The emulator's --answers table for the built-in set: the key is the completions prompt or the
+// chat's last user message (emulate/openai_api.h GenerationSpec::answer_key).
+emulate::AnswerTable BuiltInAnswers(bool right) {
+  Result<std::vector<qualify::QualityItem>> set = qualify::LoadQualitySet("");
+  EXPECT_TRUE(set.ok());
+  emulate::AnswerTable answers;
+  for (const qualify::QualityItem& item : set.value()) {
+    EXPECT_TRUE(kRightAnswers.count(item.id)) << item.id;
+    const std::string answer = right ? kRightAnswers.at(item.id) : "I do not know.";
+    // On the completions API a messages item is sent as its contents joined (PromptText).
+    answers[qualify::PromptText(item)] = answer;
+    if (!item.messages.empty())
+      answers[item.messages.back()["content"].get<std::string>()] = answer;
+  }
+  return answers;
+}
+
+TEST(ProbeApiTest, QualityBuiltInSetPassesWithRightAnswers) {
+  emulate::EmulatorConfig config;
+  config.answers = BuiltInAnswers(true);
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  for (const char* api : {"chat", "completions"}) {
+    const ProbeRunResult run = RunProbe(Url(server->port()), "quality",
+                                        std::string("quality_right_") + api, {"--api", api});
+    ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+    EXPECT_EQ(run.finished.exit_code, 0) << api << "\n" << run.finished.output;
+    EXPECT_EQ(run.probe["verdict"], "pass") << api << "\n" << run.probe.dump(2);
+    EXPECT_EQ(run.probe["measurements"]["score"]["value"], 1.0);
+    std::filesystem::remove_all(run.out);
+  }
+}
+
+TEST(ProbeApiTest, QualityBuiltInSetFailsWithWrongAnswers) {
+  emulate::EmulatorConfig config;
+  config.answers = BuiltInAnswers(false);
+  auto server = StartEmulator(config);
+  ASSERT_NE(server, nullptr);
+  const ProbeRunResult run = RunProbe(Url(server->port()), "quality", "quality_wrong");
+  ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
+  EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
+  EXPECT_EQ(run.probe["verdict"], "fail");
+  EXPECT_TRUE(FindingCodes(run.probe).count("quality.score_below_threshold"));
+  std::ifstream outputs(run.out / "evidence/quality/outputs.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(outputs, line));
+  EXPECT_EQ(json::parse(line)["output"], "I do not know.");
+  std::filesystem::remove_all(run.out);
 }
 
 // ---- against scripted servers ----
