@@ -584,6 +584,12 @@ ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel
   id_ = fmt::format("{}{:016x}", chat ? "chatcmpl-" : "cmpl-", request_number);
   head_ = fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},"choices":)", id_,
                       chat ? "chat.completion.chunk" : "text_completion", created_, model_json_);
+  for (const ChoiceText& text : choices_) {
+    const auto natural = text.natural_tokens();
+    const bool natural_end = natural && *natural <= spec_.max_tokens;
+    end_tokens_.push_back(natural_end ? *natural : spec_.max_tokens);
+    end_reasons_.push_back(natural_end ? text.natural_finish() : FinishReason::kLength);
+  }
   for (std::int64_t c = 0; c < num_choices(); ++c) {
     if (!chat) {
       token_prefix_.push_back(head_ + fmt::format(R"([{{"index":{},"text":")", c));
@@ -600,14 +606,11 @@ ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel
 }
 
 std::int64_t ResponseRenderer::end_tokens(std::int64_t choice) const {
-  const auto natural = choices_[static_cast<std::size_t>(choice)].natural_tokens();
-  return natural ? std::min(*natural, spec_.max_tokens) : spec_.max_tokens;
+  return end_tokens_[static_cast<std::size_t>(choice)];
 }
 
 FinishReason ResponseRenderer::end_reason(std::int64_t choice) const {
-  const ChoiceText& text = choices_[static_cast<std::size_t>(choice)];
-  const auto natural = text.natural_tokens();
-  return natural && *natural <= spec_.max_tokens ? text.natural_finish() : FinishReason::kLength;
+  return end_reasons_[static_cast<std::size_t>(choice)];
 }
 
 std::int64_t ResponseRenderer::engine_tokens() const {

@@ -202,6 +202,8 @@ class ResponseRenderer {
   std::string head_;        // `data: {"id":...,"model":...,"choices":` shared by all events
   // Per choice: head_ + `[{"index":C,"delta":{"content":"` (or "text", or tool arguments).
   std::vector<std::string> token_prefix_;
+  std::vector<std::int64_t> end_tokens_;   // per choice, end_tokens()
+  std::vector<FinishReason> end_reasons_;  // per choice, end_reason()
 };
 
 const char* FinishReasonName(FinishReason reason);
