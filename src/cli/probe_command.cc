@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "qualify/probe.h"
 #include "qualify/probe_report.h"
+#include "qualify/quality_set.h"
 #include "target/candidate.h"
 #include "target/discovery.h"
 
@@ -42,6 +43,7 @@ struct ProbeFlags {
   std::string overload_duration = "10s";
   std::uint32_t output_tokens = 256;
   std::string quality_set;
+  double quality_min_score = 0.8;
   std::string api_key_env = "OPENAI_API_KEY";
 };
 
@@ -130,6 +132,13 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
     return usage("--output-tokens: between 8 and 100000");
   run.probe.long_output_tokens = f.output_tokens;
   run.probe.quality_set = f.quality_set;
+  if (!f.quality_set.empty()) {
+    Result<std::vector<qualify::QualityItem>> set = qualify::LoadQualitySet(f.quality_set);
+    if (!set.ok()) return usage("--quality-set: " + set.error().message);
+  }
+  if (!(f.quality_min_score >= 0 && f.quality_min_score <= 1))
+    return usage("--quality-min-score: between 0 and 1");
+  run.probe.quality_min_score = f.quality_min_score;
   for (const std::string& phase : f.phases) {
     const std::size_t equals = phase.find('=');
     if (equals == std::string::npos || equals == 0)
@@ -222,6 +231,9 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--quality-set", flags->quality_set,
                 "JSONL prompt set for the quality probe (default: built-in)");
+  c->add_option("--quality-min-score", flags->quality_min_score,
+                "Quality score (fraction of the set passed) below which the candidate is out")
+      ->capture_default_str();
   c->add_option("--api-key-env", flags->api_key_env, "Environment variable holding a bearer token")
       ->capture_default_str();
   c->add_option("--out", flags->out, "Output folder: probes.json, evidence/, logs/")

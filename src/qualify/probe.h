@@ -109,6 +109,7 @@ struct ProbeOptions {
   // Optional log patterns (ECMAScript regex) that mark the end of a cold-start phase.
   std::vector<std::pair<std::string, std::string>> phase_patterns;  // (phase name, regex)
   std::filesystem::path quality_set;  // JSONL; empty: the built-in set
+  double quality_min_score = 0.8;     // the quality probe's score below this disqualifies
 };
 
 // What a probe gets.

@@ -3,7 +3,8 @@
 // Owns: the declarations of the probes AllProbes() lists, and the helpers several probes share.
 // Each probe is a plain function filling a ProbeResult (qualify/probe.h); they live in
 // lifecycle_probes.cc (cold start, readiness, SIGTERM drain, restart), load_probes.cc
-// (cancellation, overload) and observability_probe.cc.
+// (cancellation, overload), observability_probe.cc, compatibility_probe.cc, bad_input_probe.cc and
+// quality_probe.cc.
 #pragma once
 
 #include <string>
@@ -20,6 +21,12 @@ void ProbeRestart(ProbeContext& context, ProbeResult& result);
 void ProbeCancellation(ProbeContext& context, ProbeResult& result);
 void ProbeOverload(ProbeContext& context, ProbeResult& result);
 void ProbeObservability(ProbeContext& context, ProbeResult& result);
+// The OpenAI API features a benchmark relies on, each a check (compatibility_probe.cc).
+void ProbeCompatibility(ProbeContext& context, ProbeResult& result);
+// Invalid requests, each a check: 4xx expected; 5xx, hangs and deaths are findings.
+void ProbeBadInput(ProbeContext& context, ProbeResult& result);
+// A prompt set asked greedily and scored (quality_probe.cc, qualify/quality_set.h).
+void ProbeQuality(ProbeContext& context, ProbeResult& result);
 
 // Request bodies for `count` streaming generations of exactly `output_tokens` each (ignore_eos
 // and min_tokens) on the candidate's API, prompts of about `prompt_words` words, each prompt
