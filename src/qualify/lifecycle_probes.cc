@@ -6,6 +6,7 @@
 // stream classified, health and new connections during the drain, time to exit, exit status) and
 // kill-and-restart (time back to the first good answer).
 #include <algorithm>
+#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -164,9 +165,13 @@ std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std
     dialect::GenerationRequest request;
     request.api = candidate.spec().api;
     request.model = candidate.model();
-    request.prompt = fmt::format("Request {}:", i);
+    // Unique in the process, from the first word on, so no prompt hits a prefix cache that an
+    // earlier one filled (a cached prompt would make one request look faster than another).
+    static std::atomic<std::uint64_t> next_prompt{0};
+    const std::uint64_t k = next_prompt++;
+    request.prompt = fmt::format("{} {} request {}:", kWords[k % 12], kWords[(k / 12) % 12], k);
     for (std::size_t w = 0; w < prompt_words; ++w)
-      request.prompt += " " + std::string(kWords[(i * 7 + w * 5) % 12]);
+      request.prompt += " " + std::string(kWords[(k * 7 + w * 5) % 12]);
     request.max_tokens = output_tokens;
     request.min_tokens = output_tokens;
     request.ignore_eos = true;
@@ -199,7 +204,7 @@ void ProbeColdStart(ProbeContext& context, ProbeResult& result) {
   for (const auto& [phase, pattern] : context.options.phase_patterns) {
     std::optional<target::LogLine> line;
     try {
-      line = process.FirstLineMatching(std::regex(pattern), t.spawned);
+      line = process.FirstLineMatching(std::regex(pattern), phase_start);  // phases in order
     } catch (const std::regex_error&) {
       // Validated by the command line; a bad pattern here just finds nothing.
     }

@@ -46,8 +46,10 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
   StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(seconds(120)),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, 1, context.options.long_output_tokens * 2));
+  // A few tokens in, so per-token counters have had something to count; a fast engine may finish
+  // the stream before the scrape, and then what moves "during" it is not known (said so).
   batch.WaitStarted(1, seconds(30));
-  std::this_thread::sleep_for(milliseconds(150));
+  std::this_thread::sleep_for(milliseconds(20));
   const MetricsScrape during = ScrapeMetrics(candidate);
   const bool still_running = batch.Ended() == 0;
   const std::vector<measure::RequestRecord> records =
@@ -76,11 +78,15 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
     const double v2 = after.page ? FamilyValue(*after.page, *family).value_or(kUnread) : kUnread;
     std::string movement;
     if (family->kind == target::SignalKind::kGauge) {
-      movement = fmt::format("{} during the stream, {} after", v1, v2);
+      movement = still_running
+                     ? fmt::format("{} during the stream, {} after", v1, v2)
+                     : fmt::format("{} after (the stream ended before the mid-stream scrape)", v2);
     } else if (still_running && v1 > v0) {
       movement = "during the request (moved before it ended)";
     } else if (v2 > v0) {
-      movement = "at request end";
+      movement = still_running
+                     ? "at request end"
+                     : "by the request's end (the stream ended before the mid-stream scrape)";
     } else {
       movement = "never (did not move for a whole request)";
     }

@@ -30,7 +30,7 @@ void ProbeQuality(ProbeContext& context, ProbeResult& result);
 
 // Request bodies for `count` streaming generations of exactly `output_tokens` each (ignore_eos
 // and min_tokens) on the candidate's API, prompts of about `prompt_words` words, each prompt
-// distinct so no prefix cache shortens the work.
+// distinct from every other one this process built, so no prefix cache shortens the work.
 std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std::size_t count,
                                          std::uint32_t output_tokens,
                                          std::size_t prompt_words = 32);
