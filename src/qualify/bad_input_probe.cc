@@ -6,10 +6,10 @@
 // the API under test, one check per case. Each invalid request should get a 4xx with an error
 // body. After each case the candidate's health is checked (and, in launch mode, its process).
 // Findings: a 5xx is a warning (an error the server did not expect: a crash path); no answer
-// within 30 s is disqualifying (hang), and so is a candidate that dies or whose health stops
-// answering after a case. A 2xx on an invalid request or a 4xx without an error body fails the
-// check with an info finding (clients get no usable error).
-// Does not own: sending and recording one call (qualify/api_call.h).
+// within --answer-within (30 s) is disqualifying (hang), and so is a candidate that dies or whose
+// health stops answering after a case. A 2xx on an invalid request or a 4xx without an error body
+// fails the check with an info finding (clients get no usable error). Does not own: sending and
+// recording one call (qualify/api_call.h).
 #include <thread>
 
 #include <fmt/format.h>
@@ -25,7 +25,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-constexpr Nanos kCaseTimeout = seconds(30);
 constexpr Nanos kHealthRecovery = seconds(10);
 constexpr std::size_t kOversizedBytes = 64u << 20;
 // Enough to see whether an answer is an error or a stream under way; the rest is not read.
@@ -40,7 +39,7 @@ struct Case {
   std::string name;
   std::string body;
   Expect expect = Expect::kRefusal;
-  Nanos timeout = kCaseTimeout;
+  int patience = 1;  // times ProbeOptions::answer_within this case may take
 };
 
 std::vector<Case> Battery(const std::string& model, dialect::Api api) {
@@ -91,7 +90,7 @@ std::vector<Case> Battery(const std::string& model, dialect::Api api) {
     body.reserve(kOversizedBytes + tail.size());
     while (body.size() + tail.size() < kOversizedBytes) body += "word ";
     body += tail;
-    cases.push_back({"oversized_body", std::move(body), Expect::kRefusal, seconds(60)});
+    cases.push_back({"oversized_body", std::move(body), Expect::kRefusal, 2});
   }
   json unknown = valid();
   unknown["bakeoff_unknown_field"] = 1;
@@ -149,7 +148,8 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
       break;
     }
     CallOptions options;
-    options.timeout = c.timeout;
+    const Nanos timeout = context.options.answer_within * c.patience;
+    options.timeout = timeout;
     options.body_cap = kBodyCap;
     const ApiCall call = SendApi(context, c.name, path, std::move(c.body), options);
     const std::string seen = call.Describe();
@@ -180,7 +180,7 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
       result.AddCheck(c.name, CheckStatus::kFail, seen, {call.evidence});
       result.Find(
           Severity::kDisqualifying, "hang",
-          fmt::format("{}: no answer within {:.0f} s ({})", c.name, Seconds(c.timeout), call.error),
+          fmt::format("{}: no answer within {:.0f} s ({})", c.name, Seconds(timeout), call.error),
           {call.evidence});
     } else if (c.name == "oversized_body") {
       // Closing the connection on a body past any limit, instead of reading 64 MiB to refuse

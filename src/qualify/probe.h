@@ -109,6 +109,8 @@ struct ProbeOptions {
   // Optional log patterns (ECMAScript regex) that mark the end of a cold-start phase.
   std::vector<std::pair<std::string, std::string>> phase_patterns;  // (phase name, regex)
   std::filesystem::path quality_set;  // JSONL; empty: the built-in set
+  // The longest wait for the answer to one probe request before it counts as a hang.
+  Nanos answer_within = std::chrono::seconds(30);
   double quality_min_score = 0.8;     // the quality probe's score below this disqualifies
 };
 

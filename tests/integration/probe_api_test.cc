@@ -404,7 +404,7 @@ TEST(ProbeApiTest, BadInputAnswered500IsAWarning) {
 TEST(ProbeApiTest, BadInputThatIsNeverAnsweredIsAHang) {
   t::ServerOptions options;
   options.hang_limit = 60s;
-  // Only the first case (malformed JSON) hangs, so the test takes one case deadline (30 s).
+  // Only the first case (malformed JSON) hangs, so the test takes one case deadline (3 s).
   t::ScriptedServer server(
       Engine([](const t::CapturedRequest& request) -> t::Script {
         if (request.body.find("\"hi\"}") != std::string::npos &&
@@ -414,7 +414,8 @@ TEST(ProbeApiTest, BadInputThatIsNeverAnsweredIsAHang) {
         return {t::Send(t::FullResponse(400, R"({"error":{"message":"bad request"}})"))};
       }),
       options);
-  const ProbeRunResult run = RunProbe(server.url(), "bad_input", "bad_input_hang");
+  const ProbeRunResult run =
+      RunProbe(server.url(), "bad_input", "bad_input_hang", {"--answer-within", "3s"});
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "fail");
