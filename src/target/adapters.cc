@@ -228,7 +228,7 @@ std::vector<EngineAdapter> BuildAdapters() {
                   {S::kKvUsage, "llamacpp:kv_cache_usage_ratio", K::kGauge, "fraction", ""},
                   {S::kPromptTokens, "llamacpp:prompt_tokens", K::kCounter, "tokens", ""},
                   {S::kGenerationTokens, "llamacpp:tokens_predicted", K::kCounter, "tokens", ""}},
-      .request = {"ignore_eos", "", false,
+      .request = {"ignore_eos", "", true,
                   "b4748 (live): usage on the last chunk with finish_reason, always; later "
                   "builds: a separate chunk, then gated on stream_options.include_usage",
                   false},
@@ -239,7 +239,8 @@ std::vector<EngineAdapter> BuildAdapters() {
       .cold_start = {{"load", "model loaded"}, {"listen", "server is listening"}},
       .quirks = {"per-slot context is n_ctx / --parallel",
                  "stream errors are error: SSE lines after HTTP 200",
-                 "no min_tokens: ignore_eos alone fixes the length unless the context fills",
+                 "no min_tokens: ignore_eos alone fixes the length (live, b4748) unless the "
+                 "slot's context fills",
                  "unknown model names are served (live, b4748)",
                  "an over-long prompt is cut silently (live, b4748)",
                  "closes kept-alive connections after a streamed answer without saying so "

@@ -72,7 +72,7 @@ struct SignalMetric {
 struct RequestFields {
   std::string_view ignore_eos;    // field name; "" when the engine has none
   std::string_view min_tokens;    // "min_tokens", "min_new_tokens", or "" when none
-  bool forced_length = false;     // ignore_eos and a minimum together can force the length
+  bool forced_length = false;     // these fields make every answer max_tokens long
   std::string_view stream_usage;  // how usage arrives in a stream, one line
   bool strict_schema = false;     // unknown request fields are rejected (send only known ones)
 };

@@ -215,11 +215,17 @@ TEST(AdapterTest, NamesAliasesAndVerifiedStatus) {
     EXPECT_EQ(adapter.verified == Verified::kLive, !adapter.verified_note.empty());
     for (const LogPhase& phase : adapter.cold_start)
       EXPECT_NO_THROW(std::regex(phase.pattern.data()));
-    // Forced length needs ignore_eos and a minimum together.
-    EXPECT_EQ(adapter.request.forced_length, !adapter.request.ignore_eos.empty() &&
-                                                 !adapter.request.min_tokens.empty() &&
-                                                 adapter.name != "kserve");
+    // Forcing a length needs ignore_eos at least.
+    if (adapter.request.forced_length) {
+      EXPECT_FALSE(adapter.request.ignore_eos.empty());
+    }
   }
+  // Table 10.8: TGI and Ollama have neither field; llama.cpp has ignore_eos, which fixed the
+  // length live; KServe depends on its backend.
+  EXPECT_FALSE(FindAdapter("tgi")->request.forced_length);
+  EXPECT_FALSE(FindAdapter("ollama")->request.forced_length);
+  EXPECT_TRUE(FindAdapter("llama.cpp")->request.forced_length);
+  EXPECT_FALSE(FindAdapter("kserve")->request.forced_length);
   EXPECT_EQ(FindAdapter("lmdeploy")->request.min_tokens, "min_new_tokens");
   EXPECT_TRUE(FindAdapter("tgi")->request.ignore_eos.empty());
   EXPECT_TRUE(FindAdapter("ollama")->request.ignore_eos.empty());
