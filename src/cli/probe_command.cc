@@ -170,8 +170,9 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
 // Fills the health and metrics paths the flags left to the engine adapter: the named one, else
 // (attach mode) the detected one; a launched candidate is not running yet, so "auto" there keeps
 // the generic defaults (/health, /metrics).
-void ApplyEngine(const ProbeFlags& flags, target::CandidateSpec& spec) {
-  if (!spec.health_path.empty() && !spec.metrics_path.empty()) return;
+// A named adapter's cold-start log patterns stand in for --phase when none was given.
+void ApplyEngine(const ProbeFlags& flags, target::CandidateSpec& spec,
+                 qualify::ProbeRunOptions& run) {
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff probe: {}\n", line); };
   const target::EngineAdapter* adapter = &target::GenericOpenAiAdapter();
   if (flags.engine != "auto") {
@@ -186,6 +187,15 @@ void ApplyEngine(const ProbeFlags& flags, target::CandidateSpec& spec) {
   }
   log(fmt::format("engine adapter {}: health {}, metrics {}", adapter->name, spec.health_path,
                   spec.metrics_path));
+  if (run.probe.phase_patterns.empty() && !adapter->cold_start.empty()) {
+    std::vector<std::string> names;
+    for (const target::LogPhase& phase : adapter->cold_start) {
+      run.probe.phase_patterns.emplace_back(phase.name, phase.pattern);
+      names.emplace_back(phase.name);
+    }
+    log(fmt::format("cold-start phases from the {} adapter: {} (--phase replaces them)",
+                    adapter->name, fmt::join(names, ", ")));
+  }
 }
 
 int RunProbeCommand(const ProbeFlags& flags) {
@@ -194,7 +204,7 @@ int RunProbeCommand(const ProbeFlags& flags) {
     fmt::print(stderr, "bakeoff probe: {}\n", setup.error().message);
     return kExitUsage;
   }
-  ApplyEngine(flags, setup->candidate);
+  ApplyEngine(flags, setup->candidate, setup->run);
   Result<target::Candidate> candidate = target::Candidate::Create(setup->candidate);
   if (!candidate.ok()) {
     fmt::print(stderr, "bakeoff probe: {}\n", candidate.error().message);

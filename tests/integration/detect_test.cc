@@ -131,6 +131,30 @@ TEST(DetectTest, ProbeUsesTheDetectedAdaptersPaths) {
   EXPECT_TRUE(asked_ready);
 }
 
+TEST(DetectTest, ANamedEnginesColdStartPhasesStandInForPhaseFlags) {
+  std::uint16_t port = 0;
+  {
+    t::ScriptedServer gone(t::Script{});
+    port = gone.port();
+  }
+  const auto out = OutDir("probe_phases");
+  // The command never listens; only the setup's choices matter here.
+  const t::Finished run = t::RunBakeoff(
+      {"probe", "--launch", "sleep 30", "--port", std::to_string(port), "--engine", "llama.cpp",
+       "--only", "readiness", "--ready-timeout", "1s", "--grace", "1s", "--out", out.string()});
+  EXPECT_NE(run.output.find("engine adapter llama.cpp: health /health, metrics /metrics"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("cold-start phases from the llama.cpp adapter: load, listen"),
+            std::string::npos)
+      << run.output;
+  const t::Finished own =
+      t::RunBakeoff({"probe", "--launch", "sleep 30", "--port", std::to_string(port), "--engine",
+                     "llama.cpp", "--phase", "up=listening", "--only", "readiness",
+                     "--ready-timeout", "1s", "--grace", "1s", "--out", out.string()});
+  EXPECT_EQ(own.output.find("cold-start phases from"), std::string::npos) << own.output;
+}
+
 // A scripted engine: the fixture's routes plus a short chat stream with usage.
 t::ScriptedServer::Responder WithChat(const std::string& engine) {
   auto fixture = t::EngineFixtureResponder(t::EngineFixtureDir(engine));
