@@ -137,8 +137,8 @@ const EngineAdapter& GenericOpenAiAdapter();
 // "vllm, sglang, ..." for error messages.
 std::string AdapterNames();
 
-// The version in `body` (or `header_value` for kHeader sources) as `source` says to read it;
-// nullopt when the answer does not have it or, for detection, lacks `also_has`/`name_contains`.
+// The version in `body` as `source` says to read it (for a kHeader source, `body` is the header's
+// value); nullopt when the answer does not have it or lacks `also_has`/`name_contains`.
 std::optional<std::string> ReadVersion(const VersionSource& source, std::string_view body);
 
 // Whether `page` has a sample of `metric`'s family (histogram buckets/count, a counter with or
