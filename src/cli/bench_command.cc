@@ -2,7 +2,10 @@
 //
 // Owns: the `bakeoff bench` flags, their validation (one-line errors naming the flag, exit 2),
 // the stop signals (cli/stop_signals.h), the live progress line (terminals only) and the final
-// table. The run itself is analyze::RunBench.
+// table; and, for --ignore-eos, the engine adapter's forced-length fields (--engine NAME, else
+// detected: min_new_tokens on LMDeploy, no min_tokens on llama.cpp, neither on TGI and Ollama,
+// which cannot force a length: said once, and the run measures the lengths it gets).
+// The run itself is analyze::RunBench.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
 #include "cli/table.h"
+#include "target/adapters.h"
 #include "target/discovery.h"
 
 namespace bakeoff::cli {
@@ -35,6 +39,7 @@ struct BenchFlags {
   std::string ca_file;
   bool no_calibrate = false;
   std::string prompt_tolerance = "5%";
+  std::string engine = "auto";
 };
 
 // "5%" or "5": a percentage, as a fraction.
@@ -91,6 +96,29 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
   Result<double> tolerance = ParsePercent("--prompt-tolerance", f.prompt_tolerance);
   if (!tolerance.ok()) return usage(tolerance.error().message);
   config.prompt_tolerance = tolerance.value();
+  if (f.engine != "auto" && target::FindAdapter(f.engine) == nullptr) {
+    return usage(fmt::format("--engine: unknown engine '{}' (one of: {}, auto)", f.engine,
+                             target::AdapterNames()));
+  }
+  std::string engine_used = f.engine;
+  if (target.request.ignore_eos) {
+    auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff bench: {}\n", line); };
+    const target::EngineAdapter* adapter =
+        ResolveEngine(f.engine, target.endpoint, target.client, log).value();
+    engine_used = std::string(adapter->name);
+    const target::RequestFields& fields = adapter->request;
+    if (fields.ignore_eos.empty()) {
+      log(fmt::format("--ignore-eos: {} cannot force an output length (no ignore_eos); sending "
+                      "neither field, so answers may be shorter than --output-tokens",
+                      adapter->display_name));
+      target.request.ignore_eos = false;
+      target.request.min_tokens.reset();
+    } else if (fields.min_tokens.empty()) {
+      target.request.min_tokens.reset();  // ignore_eos alone (llama.cpp has no min_tokens)
+    } else {
+      target.request.min_tokens_field = fields.min_tokens.data();
+    }
+  }
   config.flags = LoadFlagsJson(f.load, setup.value());
   config.flags.update({{"url", f.url}, {"workers", f.workers},
                        {"connect_timeout", f.connect_timeout}, {"first_byte_timeout", f.first_byte_timeout},
@@ -98,7 +126,7 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
                        {"drain_timeout", f.drain_timeout}, {"give_up_after", f.give_up_after},
                        {"insecure", f.insecure},
                        {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate},
-                       {"prompt_tolerance", f.prompt_tolerance}});
+                       {"prompt_tolerance", f.prompt_tolerance}, {"engine", engine_used}});
   return config;
 }
 
@@ -151,6 +179,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_option("--ca-file", flags->ca_file, "CA bundle for TLS verification");
   c->add_flag("--no-calibrate", flags->no_calibrate,
               "Do not measure how the server counts prompts (tokenize route, usage of probe requests)");
+  c->add_option("--engine", flags->engine,
+                "Engine adapter for engine-specific request fields (bakeoff detect --list); auto: "
+                "detected when --ignore-eos needs it")
+      ->capture_default_str();
   c->add_option("--prompt-tolerance", flags->prompt_tolerance,
                 "Refuse to run when calibrated prompts are off the planned length by more (percent)")
       ->capture_default_str();

@@ -32,6 +32,7 @@ int Main(int argc, char** argv) {
   AddSynthCommand(app, &exit_code);
   AddSimulateCommand(app, &exit_code);
   AddProbeCommand(app, &exit_code);
+  AddDetectCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

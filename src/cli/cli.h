@@ -10,6 +10,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <string>
+
+#include "core/result.h"
+#include "net/http_client.h"
+#include "target/adapters.h"
 
 namespace CLI {
 class App;
@@ -30,6 +36,16 @@ void AddFingerprintCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
 void AddProbeCommand(CLI::App& app, int* exit_code);
+void AddDetectCommand(CLI::App& app, int* exit_code);
+
+// The adapter bench and probe use: the one `engine` names (--engine; kInvalidInput naming the
+// flag and the known names when unknown), else what target::DetectEngine finds at `endpoint`
+// ("" or "auto"; its warnings and the engine found go to `log`). An unreachable server gives
+// generic-openai (the run itself then reports it).
+Result<const target::EngineAdapter*> ResolveEngine(const std::string& engine,
+                                                   const net::Endpoint& endpoint,
+                                                   const net::ClientOptions& client,
+                                                   const std::function<void(std::string)>& log);
 
 // Where engine presets named on the command line are looked up: $BAKEOFF_PRESETS_DIR when set,
 // else the first examples/engines found beside the binary or up to two levels above it

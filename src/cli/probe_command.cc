@@ -1,7 +1,9 @@
 // cli/probe_command.cc
 //
 // Owns: the `bakeoff probe` flags (attach with --url, or --launch "CMD" with --port), their
-// validation (one line naming the flag, exit 2), the stop signals, probes.json and the table.
+// validation (one line naming the flag, exit 2), the engine adapter whose health and metrics
+// paths it uses (--engine NAME, else detected in attach mode; --health/--metrics win over both),
+// the stop signals, probes.json and the table.
 // Exit codes: 0 nothing disqualifying found; 3 a probe found something disqualifying; 1 the
 // results could not be written; 2 usage; 128 + signal when interrupted (what ran is written).
 #include <memory>
@@ -17,6 +19,7 @@
 #include "qualify/probe.h"
 #include "qualify/probe_report.h"
 #include "qualify/quality_set.h"
+#include "target/adapters.h"
 #include "target/candidate.h"
 #include "target/discovery.h"
 
@@ -29,8 +32,9 @@ struct ProbeFlags {
   std::string url;
   std::string launch;
   std::uint16_t port = 0;
-  std::string health = "/health";
-  std::string metrics = "/metrics";
+  std::string health;   // "" = the engine adapter's readiness route
+  std::string metrics;  // "" = the engine adapter's metrics path
+  std::string engine = "auto";
   std::string grace = "30s";
   std::string ready_timeout = "10min";
   std::string model;
@@ -99,8 +103,14 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
   }
   spec.url = endpoint->ToString();
   setup.described.url = spec.url;
-  if (!f.health.starts_with('/')) return usage("--health: a path starting with /");
-  if (!f.metrics.starts_with('/')) return usage("--metrics: a path starting with /");
+  if (!f.health.empty() && !f.health.starts_with('/'))
+    return usage("--health: a path starting with /");
+  if (!f.metrics.empty() && !f.metrics.starts_with('/'))
+    return usage("--metrics: a path starting with /");
+  if (f.engine != "auto" && target::FindAdapter(f.engine) == nullptr) {
+    return usage(fmt::format("--engine: unknown engine '{}' (one of: {}, auto)", f.engine,
+                             target::AdapterNames()));
+  }
   spec.health_path = f.health;
   spec.metrics_path = f.metrics;
   spec.model = f.model;
@@ -162,12 +172,44 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
   return setup;
 }
 
+// Fills the health and metrics paths the flags left to the engine adapter: the named one, else
+// (attach mode) the detected one; a launched candidate is not running yet, so "auto" there keeps
+// the generic defaults (/health, /metrics).
+// A named adapter's cold-start log patterns stand in for --phase when none was given.
+void ApplyEngine(const ProbeFlags& flags, target::CandidateSpec& spec,
+                 qualify::ProbeRunOptions& run) {
+  auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff probe: {}\n", line); };
+  const target::EngineAdapter* adapter = &target::GenericOpenAiAdapter();
+  if (flags.engine != "auto") {
+    adapter = target::FindAdapter(flags.engine);
+  } else if (!spec.launch) {
+    Result<net::Endpoint> endpoint = net::ParseEndpoint(spec.url);
+    if (endpoint.ok()) adapter = ResolveEngine("auto", endpoint.value(), spec.client, log).value();
+  }
+  if (spec.health_path.empty()) spec.health_path = adapter->ReadinessRoute().path;
+  if (spec.metrics_path.empty()) {
+    spec.metrics_path = adapter->metrics_path.empty() ? "/metrics" : adapter->metrics_path;
+  }
+  log(fmt::format("engine adapter {}: health {}, metrics {}", adapter->name, spec.health_path,
+                  spec.metrics_path));
+  if (run.probe.phase_patterns.empty() && !adapter->cold_start.empty()) {
+    std::vector<std::string> names;
+    for (const target::LogPhase& phase : adapter->cold_start) {
+      run.probe.phase_patterns.emplace_back(phase.name, phase.pattern);
+      names.emplace_back(phase.name);
+    }
+    log(fmt::format("cold-start phases from the {} adapter: {} (--phase replaces them)",
+                    adapter->name, fmt::join(names, ", ")));
+  }
+}
+
 int RunProbeCommand(const ProbeFlags& flags) {
   Result<ProbeSetup> setup = BuildSetup(flags);
   if (!setup.ok()) {
     fmt::print(stderr, "bakeoff probe: {}\n", setup.error().message);
     return kExitUsage;
   }
+  ApplyEngine(flags, setup->candidate, setup->run);
   Result<target::Candidate> candidate = target::Candidate::Create(setup->candidate);
   if (!candidate.ok()) {
     fmt::print(stderr, "bakeoff probe: {}\n", candidate.error().message);
@@ -213,8 +255,14 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
   c->add_option("--launch", flags->launch,
                 "Start the candidate with this command line (quoted), on --port");
   c->add_option("--port", flags->port, "Port the launched command listens on (127.0.0.1)");
-  c->add_option("--health", flags->health, "Health/readiness path")->capture_default_str();
-  c->add_option("--metrics", flags->metrics, "Prometheus metrics path")->capture_default_str();
+  c->add_option("--engine", flags->engine,
+                "Engine adapter (bakeoff detect --list); auto: detected in attach mode, "
+                "generic-openai in launch mode")
+      ->capture_default_str();
+  c->add_option("--health", flags->health,
+                "Health/readiness path (default: the engine adapter's; /health when generic)");
+  c->add_option("--metrics", flags->metrics,
+                "Prometheus metrics path (default: the engine adapter's; /metrics when generic)");
   c->add_option("--grace", flags->grace, "SIGTERM to SIGKILL grace period")->capture_default_str();
   c->add_option("--ready-timeout", flags->ready_timeout,
                 "Longest start-up (also the cold-start budget)")

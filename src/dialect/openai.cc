@@ -405,7 +405,9 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
   }
   if (request.ignore_eos) out.append(",\"ignore_eos\":true");
   if (request.min_tokens) {
-    out.append(",\"min_tokens\":");
+    out.append(",\"");
+    out.append(request.min_tokens_field);
+    out.append("\":");
     AppendInteger(out, *request.min_tokens);
   }
   if (request.temperature) {

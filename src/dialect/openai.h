@@ -41,6 +41,9 @@ struct GenerationRequest {
   bool continuous_usage = false;   // stream_options.continuous_usage_stats (vLLM): usage per chunk
   bool ignore_eos = false;         // vLLM/SGLang extension; sent only when true
   std::optional<std::uint32_t> min_tokens;
+  // The name min_tokens is sent under: "min_tokens" (vLLM, SGLang, TensorRT-LLM, Triton) or
+  // "min_new_tokens" (LMDeploy); the engine adapter (target/adapters.h) says which.
+  const char* min_tokens_field = "min_tokens";
   std::optional<double> temperature;
   std::optional<std::uint64_t> seed;
 };

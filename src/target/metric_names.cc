@@ -1,118 +1,44 @@
-// target/metric_names.cc: the table of engine-interfaces.md section 10.2, by signal.
+// target/metric_names.cc: the canonical signals, with every adapter's families gathered per
+// signal (the names themselves are in target/adapters.cc).
 #include "target/metric_names.h"
 
-namespace bakeoff::target {
+#include "target/adapters.h"
 
-const std::vector<SignalInfo>& CanonicalSignals() {
-  using K = SignalKind;
-  static const std::vector<SignalInfo> signals = {
-      {Signal::kTtft,
-       "ttft",
-       "time to first token histogram",
-       true,
-       {{"vLLM", "vllm:time_to_first_token_seconds", K::kHistogram},
-        {"SGLang", "sglang:time_to_first_token_seconds", K::kHistogram},
-        {"TensorRT-LLM", "trtllm_time_to_first_token_seconds", K::kHistogram},
-        {"Triton", "nv_inference_first_response_histogram_ms", K::kHistogram},
-        {"LMDeploy", "lmdeploy:time_to_first_token_seconds", K::kHistogram}}},
+namespace bakeoff::target {
+namespace {
+
+std::vector<SignalInfo> BuildSignals() {
+  std::vector<SignalInfo> signals = {
+      {Signal::kTtft, "ttft", "time to first token histogram", true, {}},
       {Signal::kInterTokenLatency,
        "itl",
        "inter-token latency or time per output token histogram",
        false,
-       {{"vLLM", "vllm:inter_token_latency_seconds", K::kHistogram},
-        {"vLLM", "vllm:time_per_output_token_seconds", K::kHistogram},
-        {"SGLang", "sglang:inter_token_latency_seconds", K::kHistogram},
-        {"TensorRT-LLM", "trtllm_time_per_output_token_seconds", K::kHistogram},
-        {"TGI", "tgi_request_mean_time_per_token_duration", K::kHistogram},
-        {"LMDeploy", "lmdeploy:time_per_output_token_seconds", K::kHistogram}}},
-      {Signal::kE2eLatency,
-       "e2e",
-       "end-to-end request latency histogram",
-       true,
-       {{"vLLM", "vllm:e2e_request_latency_seconds", K::kHistogram},
-        {"SGLang", "sglang:e2e_request_latency_seconds", K::kHistogram},
-        {"TensorRT-LLM", "trtllm_e2e_request_latency_seconds", K::kHistogram},
-        {"Triton", "nv_inference_request_duration_us", K::kCounter},
-        {"TGI", "tgi_request_duration", K::kHistogram},
-        {"LMDeploy", "lmdeploy:e2e_request_latency_seconds", K::kHistogram}}},
-      {Signal::kQueueTime,
-       "queue_time",
-       "time requests wait before running",
-       false,
-       {{"vLLM", "vllm:request_queue_time_seconds", K::kHistogram},
-        {"SGLang", "sglang:queue_time_seconds", K::kHistogram},
-        {"TensorRT-LLM", "trtllm_request_queue_time_seconds", K::kHistogram},
-        {"Triton", "nv_inference_queue_duration_us", K::kCounter},
-        {"TGI", "tgi_request_queue_duration", K::kHistogram},
-        {"LMDeploy", "lmdeploy:request_queue_time_seconds", K::kHistogram}}},
-      {Signal::kRunning,
-       "running",
-       "requests running now",
-       true,
-       {{"vLLM", "vllm:num_requests_running", K::kGauge},
-        {"SGLang", "sglang:num_running_reqs", K::kGauge},
-        {"TensorRT-LLM", "trtllm_num_requests_running", K::kGauge},
-        {"Triton", "nv_trt_llm_request_metrics", K::kGauge},
-        {"llama.cpp", "llamacpp:requests_processing", K::kGauge},
-        {"TGI", "tgi_batch_current_size", K::kGauge},
-        {"LMDeploy", "lmdeploy:num_requests_running", K::kGauge}}},
-      {Signal::kWaiting,
-       "waiting",
-       "requests queued now",
-       true,
-       {{"vLLM", "vllm:num_requests_waiting", K::kGauge},
-        {"SGLang", "sglang:num_queue_reqs", K::kGauge},
-        {"TensorRT-LLM", "trtllm_num_requests_waiting", K::kGauge},
-        {"Triton", "nv_inference_pending_request_count", K::kGauge},
-        {"llama.cpp", "llamacpp:requests_deferred", K::kGauge},
-        {"TGI", "tgi_queue_size", K::kGauge},
-        {"LMDeploy", "lmdeploy:num_requests_waiting", K::kGauge}}},
-      {Signal::kKvUsage,
-       "kv_usage",
-       "KV-cache usage",
-       false,
-       {{"vLLM", "vllm:kv_cache_usage_perc", K::kGauge},
-        {"vLLM", "vllm:gpu_cache_usage_perc", K::kGauge},
-        {"SGLang", "sglang:token_usage", K::kGauge},
-        {"TensorRT-LLM", "trtllm_kv_cache_utilization", K::kGauge},
-        {"Triton", "nv_trt_llm_kv_cache_block_metrics", K::kGauge},
-        {"llama.cpp", "llamacpp:kv_cache_usage_ratio", K::kGauge},
-        {"LMDeploy", "lmdeploy:gpu_cache_usage_perc", K::kGauge}}},
-      {Signal::kPrefixCacheHits,
-       "prefix_cache",
-       "prefix-cache hits (counter or rate)",
-       false,
-       {{"vLLM", "vllm:prefix_cache_hits", K::kCounter},
-        {"SGLang", "sglang:cache_hit_rate", K::kGauge},
-        {"TensorRT-LLM", "trtllm_kv_cache_hit_rate", K::kGauge},
-        {"LMDeploy", "lmdeploy:prefix_cache_hit_rate", K::kGauge}}},
-      {Signal::kPromptTokens,
-       "prompt_tokens",
-       "prompt tokens processed",
-       true,
-       {{"vLLM", "vllm:prompt_tokens", K::kCounter},
-        {"SGLang", "sglang:prompt_tokens", K::kCounter},
-        {"TensorRT-LLM", "trtllm_prompt_tokens", K::kCounter},
-        {"llama.cpp", "llamacpp:prompt_tokens", K::kCounter},
-        {"TGI", "tgi_request_input_length", K::kHistogram},
-        {"LMDeploy", "lmdeploy:prompt_tokens", K::kCounter}}},
-      {Signal::kGenerationTokens,
-       "generation_tokens",
-       "tokens generated",
-       true,
-       {{"vLLM", "vllm:generation_tokens", K::kCounter},
-        {"SGLang", "sglang:generation_tokens", K::kCounter},
-        {"TensorRT-LLM", "trtllm_generation_tokens", K::kCounter},
-        {"llama.cpp", "llamacpp:tokens_predicted", K::kCounter},
-        {"TGI", "tgi_request_generated_tokens", K::kHistogram},
-        {"LMDeploy", "lmdeploy:generation_tokens", K::kCounter}}},
-      {Signal::kPreemptions,
-       "preemptions",
-       "requests preempted (KV pressure)",
-       false,
-       {{"vLLM", "vllm:num_preemptions", K::kCounter},
-        {"SGLang", "sglang:num_retracted_requests", K::kCounter}}},
+       {}},
+      {Signal::kE2eLatency, "e2e", "end-to-end request latency histogram", true, {}},
+      {Signal::kQueueTime, "queue_time", "time requests wait before running", false, {}},
+      {Signal::kRunning, "running", "requests running now", true, {}},
+      {Signal::kWaiting, "waiting", "requests queued now", true, {}},
+      {Signal::kKvUsage, "kv_usage", "KV-cache usage", false, {}},
+      {Signal::kPrefixCacheHits, "prefix_cache", "prefix-cache hits (counter or rate)", false, {}},
+      {Signal::kPromptTokens, "prompt_tokens", "prompt tokens processed", true, {}},
+      {Signal::kGenerationTokens, "generation_tokens", "tokens generated", true, {}},
+      {Signal::kPreemptions, "preemptions", "requests preempted (KV pressure)", false, {}},
   };
+  for (SignalInfo& info : signals) {
+    for (const EngineAdapter& adapter : AllAdapters()) {
+      for (const SignalMetric* metric : adapter.MetricsFor(info.signal)) {
+        info.families.push_back({adapter.display_name, metric->family, metric->kind});
+      }
+    }
+  }
+  return signals;
+}
+
+}  // namespace
+
+const std::vector<SignalInfo>& CanonicalSignals() {
+  static const std::vector<SignalInfo> signals = BuildSignals();
   return signals;
 }
 

@@ -4,8 +4,8 @@
 // running and waiting requests; KV-cache usage; prefix-cache hits; prompt and generated token
 // counters; preemptions) and the Prometheus metric family each engine exposes them under
 // (../shared/reference/engine-interfaces.md, section 10.2), so a metrics page can be read without
-// knowing which engine wrote it. The per-engine adapters will own this table; until then it is
-// one list of (engine, family) per signal.
+// knowing which engine wrote it. The per-engine names live in the adapters (target/adapters.h);
+// CanonicalSignals() gathers them per signal, in adapter order.
 //
 // Thread-safety: immutable data.
 #pragma once

@@ -109,6 +109,16 @@ TEST(OpenAiRequestTest, OptionalFieldsOnlyWhenSet) {
   EXPECT_NE(EncodeRequestBody(request).find("\"temperature\":0.7,"), std::string::npos);
 }
 
+TEST(OpenAiRequestTest, MinTokensUnderTheEnginesName) {
+  GenerationRequest request;
+  request.ignore_eos = true;
+  request.min_tokens = 64;
+  request.min_tokens_field = "min_new_tokens";  // LMDeploy
+  const json body = Encode(request);
+  EXPECT_EQ(body["min_new_tokens"], 64);
+  EXPECT_FALSE(body.contains("min_tokens"));
+}
+
 TEST(OpenAiRequestTest, TemperatureZeroIsSent) {
   GenerationRequest request;
   request.temperature = 0.0;
