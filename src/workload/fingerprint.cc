@@ -378,6 +378,13 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
       for (std::size_t i = 0; i < gaps.size(); ++i) gaps[i] = std::bit_cast<double>(gap_bits[i]);
       std::vector<std::uint64_t>().swap(gap_bits);
       f.gap_s = SummarizeSorted(gaps);
+      if (tied < gaps.size()) {
+        const std::size_t nonzero = gaps.size() - tied;
+        for (const double q : kNonzeroGapQuantiles) {
+          const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(nonzero)));
+          f.nonzero_gap_quantiles.emplace_back(q, gaps[tied + std::clamp<std::size_t>(rank, 1, nonzero) - 1]);
+        }
+      }
       if (f.gap_s.mean > 0) {
         f.gap_cv = f.gap_s.stddev / f.gap_s.mean;
         if (f.gap_cv > 0) f.gamma_shape = 1 / (f.gap_cv * f.gap_cv);
@@ -454,6 +461,9 @@ std::string FingerprintJson(const Fingerprint& f) {
     nlohmann::json batches = nlohmann::json::array();
     for (const auto& [size, count] : f.batch_sizes) batches.push_back({size, count});
     burst["batch_sizes"] = std::move(batches);
+    nlohmann::json quantiles = nlohmann::json::array();
+    for (const auto& [q, gap] : f.nonzero_gap_quantiles) quantiles.push_back({q, gap});
+    burst["nonzero_gap_quantiles"] = std::move(quantiles);
     arrivals["burstiness"] = std::move(burst);
     arrivals["first_percent_share"] = f.first_percent_share;
     if (!f.rate_bins.empty()) {
@@ -629,6 +639,18 @@ Result<Fingerprint> ParseFingerprintJson(std::string_view text) {
           throw R::Failure{"arrivals.burstiness.batch_sizes: expected [size, count] pairs, sizes ascending, both >= 1"};
         }
         f.batch_sizes.push_back(pair);
+      }
+      for (const nlohmann::json& e : R::GetOr<nlohmann::json>(b, "nonzero_gap_quantiles", "arrivals.burstiness",
+                                                               nlohmann::json::array())) {
+        const auto pair = e.get<std::pair<double, double>>();
+        if (!(pair.first > 0 && pair.first < 1) || !(pair.second > 0) || !std::isfinite(pair.second) ||
+            (!f.nonzero_gap_quantiles.empty() && (pair.first <= f.nonzero_gap_quantiles.back().first ||
+                                                  pair.second < f.nonzero_gap_quantiles.back().second))) {
+          throw R::Failure{
+              "arrivals.burstiness.nonzero_gap_quantiles: expected [probability, gap] pairs, probabilities "
+              "ascending in (0, 1), gaps > 0 and non-decreasing"};
+        }
+        f.nonzero_gap_quantiles.push_back(pair);
       }
       f.first_percent_share = R::GetOr<double>(a, "first_percent_share", "arrivals", 0);
       if (a.contains("rate_profile") && !a.at("rate_profile").is_null()) {

@@ -40,6 +40,9 @@ inline constexpr double kPrefixHeavyReuse = 0.3;         // ideal prefix-cache s
 inline constexpr double kBurstyGapCv = 1.5;              // inter-arrival CV >= this (Poisson: 1)
 inline constexpr double kOfflineFrontShare = 0.5;        // this share arrives in the first 1%
 inline constexpr std::size_t kMaxRateBins = 1440;        // most bins of the rate profile (but see rate_bin_s)
+// The probabilities at which a fingerprint records the quantiles of the non-zero gaps.
+inline constexpr std::array<double, 11> kNonzeroGapQuantiles = {0.001, 0.01, 0.05, 0.1,  0.25, 0.5,
+                                                                0.75,  0.9,  0.95, 0.99, 0.999};
 
 struct LengthDistribution {
   stats::Summary summary;
@@ -79,6 +82,11 @@ struct Fingerprint {
   // size ascending; [(1, requests)] when no two arrivals tie. Empty in fingerprint.json files
   // written before it existed.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> batch_sizes;
+  // The non-zero gaps' quantiles (nearest rank) at kNonzeroGapQuantiles, as (probability, gap):
+  // the shape of the gaps inside bursts, which the percentiles of all gaps (zero ones included,
+  // none below the median) do not show. Empty when no gap is non-zero, and in fingerprint.json
+  // files written before it existed.
+  std::vector<std::pair<double, double>> nonzero_gap_quantiles;
   double first_percent_share = 0;         // share of requests in the first 1% of the duration
   // Rate over time: requests per bin of rate_bin_s seconds from the first arrival (bin k counts
   // [k * bin, (k + 1) * bin); the last bin ends at the last arrival, which it counts, and may be

@@ -2,7 +2,9 @@
 //
 // Owns: the synthesis model of docs/workloads.md ("Synthesis"): a renewal process of events
 // (single requests or session starts) with Gamma gaps (beyond Gamma's reach, stratified draws
-// from the source's own gap quantiles, their spread fitted by simulation) and batches of zero
+// from the source's own gap quantiles, their spread fitted by simulation; from CV 5 a two-state
+// burst / idle renewal process whose idle share and burst scale are fitted by simulation, with
+// the rate profile kept only when it brings the peaks nearer the source's) and batches of zero
 // gaps (the fingerprint's batch sizes), time-warped through the fingerprint's rate profile (or
 // diurnal shape) after the counting noise is taken out of it, so that the rate over time and the
 // peak-to-mean ratios over every window come back; lengths drawn as (input, output) pairs through a
@@ -41,6 +43,14 @@ constexpr double kMinNonzeroGapCv2 = 1e-3;  // floor on the squared CV of the no
 constexpr double kMinGammaShape = 0.3;
 constexpr double kArrivalTicksPerSecond = 1e6;  // synthesized arrivals are whole microseconds
 constexpr std::size_t kMinGapStrata = 1024, kMaxGapStrata = 65536;
+// The two-state gap model (FitBurstIdle): the burst state's gaps reach at most this many times
+// their median, and their mean is below this share of the mean gap.
+constexpr double kBurstSpan = 12;
+constexpr double kMaxBodyMean = 0.98;
+constexpr double kProfileMargin = 0.2;
+// The two-state model is used from this squared CV of the non-zero gaps (CV 5); below it the
+// source's gap quantiles with a fitted spread (GapTable) hold the peaks better.
+constexpr double kMinBurstIdleCv2 = 25;
 constexpr double kHour = 3600;
 constexpr double kDay = 86400;
 
@@ -364,10 +374,12 @@ class GapTable {
     m1 /= static_cast<double>(strata);
     m2 /= static_cast<double>(strata);
     cv2_ = m2 / (m1 * m1) - 1;
+    mean_ = m1 * std::exp(median);
     for (double& e : edges_) e /= m1;
   }
   std::size_t strata() const { return edges_.size() - 1; }
   double cv2() const { return cv2_; }
+  double mean() const { return mean_; }  // in the knots' unit, before the normalization to 1
   // A gap of stratum i, mean 1 over all strata.
   double Draw(std::size_t i, Rng& rng) const {
     return edges_[i] + rng.Uniform() * (edges_[i + 1] - edges_[i]);
@@ -376,7 +388,40 @@ class GapTable {
  private:
   std::vector<double> logs_;   // log of the source's quantile function at i / strata
   std::vector<double> edges_;  // the quantile function in use at i / strata, mean 1
-  double cv2_ = 0;
+  double cv2_ = 0, mean_ = 1;
+};
+
+// The non-zero gaps of a two-state (burst / idle) renewal process, mean 1: with probability
+// `idle_share` an idle gap, exponential with mean idle_mean; otherwise a gap of the burst state
+// from `body` (the source's gaps up to a quantile), scaled by body_mean. idle_mean follows from
+// the mean: idle_share * idle_mean + (1 - idle_share) * body_mean = 1.
+struct BurstIdleGaps {
+  std::shared_ptr<const GapTable> body;
+  double body_mean = 1;  // the burst state's mean gap, relative to the mean gap (< 1)
+  double idle_share = 0;
+  double idle_mean = 1;
+  // Idle gaps are stratified like the burst state's: each run of idle_strata of them takes every
+  // stratum [i/K, (i+1)/K) of the exponential once, at its conditional mean (table: idle_values),
+  // so that the few idle gaps that carry the CV come in their proportion. K is the number of idle
+  // gaps expected among `gaps` (the source's), at least 1.
+  std::vector<double> idle_values;
+  void SetIdleShare(double share, double gaps) {
+    idle_share = share;
+    idle_mean = (1 - (1 - share) * body_mean) / share;
+    const auto k = static_cast<std::size_t>(std::clamp(std::round(share * gaps), 1.0, 4096.0));
+    idle_values.resize(k);
+    // E[-ln(1 - u) | a <= u < b] = 1 + ((1 - a) L(a) - (1 - b) L(b)) / (b - a), L(x) = -ln(1 - x).
+    const auto times_log = [](double q) { return q > 0 ? -q * std::log(q) : 0.0; };  // (1-x) L(x)
+    for (std::size_t i = 0; i < k; ++i) {
+      const double a = static_cast<double>(i) / static_cast<double>(k),
+                   b = static_cast<double>(i + 1) / static_cast<double>(k);
+      idle_values[i] = idle_mean * (1 + (times_log(1 - a) - times_log(1 - b)) / (b - a));
+    }
+  }
+  double Cv2() const {
+    const double body2 = body_mean * body_mean * (1 + body->cv2());
+    return (1 - idle_share) * body2 + idle_share * 2 * idle_mean * idle_mean - 1;
+  }
 };
 
 // Which stratum of a GapTable the next draw takes: a fresh random order of all strata per run.
@@ -407,7 +452,8 @@ struct Model {
   std::optional<BatchSizes> batches;  // events at one instant; replaces tied_share's schedule
   double gap_shape = 1;  // Gamma shape of the non-zero gaps (operational time); 0: constant gaps
   std::shared_ptr<const GapTable> gap_table;  // when set, non-zero gaps come from it, not Gamma
-  RateProfile profile;                        // the rate over time; flat by default
+  std::shared_ptr<const BurstIdleGaps> burst_idle;  // when set, before gap_table and Gamma
+  RateProfile profile;                              // the rate over time; flat by default
   std::optional<LengthSampler> lengths;
   // Prefix: `prefix_share` of requests carry group prefix ids; their length in blocks is either
   // fixed (prefix_blocks) or fitted to `target_reuse`.
@@ -488,19 +534,37 @@ class BatchSchedule {
   std::uint32_t left_ = 0;
 };
 
+// The state of the random choices behind the gaps (which are zero, which strata come next).
+struct GapState {
+  explicit GapState(const Model& m)
+      : ties(m.tied_share), idle(m.burst_idle ? m.burst_idle->idle_share : 0) {
+    if (m.batches) batches.emplace(*m.batches);
+  }
+  TieSchedule ties;
+  std::optional<BatchSchedule> batches;
+  StratumSchedule strata;
+  TieSchedule idle;  // which non-zero gaps are idle ones (BurstIdleGaps)
+  StratumSchedule idle_strata;
+};
+
 // The gap before the next event, in operational time (RateProfile).
-double SampleGap(const Model& m, TieSchedule& ties, std::optional<BatchSchedule>& batches,
-                 StratumSchedule& strata, Rng& rng) {
+double SampleGap(const Model& m, GapState& s, Rng& rng) {
   if (m.event_rate <= 0) return 0;
   double mean;
-  if (batches) {
-    if (batches->Next(rng)) return 0;
+  if (s.batches) {
+    if (s.batches->Next(rng)) return 0;
     mean = m.batches->mean() / m.event_rate;
   } else {
-    if (ties.Next(rng)) return 0;
+    if (s.ties.Next(rng)) return 0;
     mean = 1 / (m.event_rate * (1 - m.tied_share));
   }
-  if (m.gap_table) return mean * m.gap_table->Draw(strata.Next(m.gap_table->strata(), rng), rng);
+  if (m.burst_idle) {
+    const BurstIdleGaps& g = *m.burst_idle;
+    if (s.idle.Next(rng))
+      return mean * g.idle_values[s.idle_strata.Next(g.idle_values.size(), rng)];
+    return mean * g.body_mean * g.body->Draw(s.strata.Next(g.body->strata(), rng), rng);
+  }
+  if (m.gap_table) return mean * m.gap_table->Draw(s.strata.Next(m.gap_table->strata(), rng), rng);
   if (m.gap_shape <= 0) return mean;
   return rng.Gamma(m.gap_shape, mean / m.gap_shape);
 }
@@ -558,13 +622,10 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
   std::uint32_t next_session = 0;
   double start = 0, operational = 0;
   std::vector<Draft> turns;
-  TieSchedule ties(m.tied_share);
-  StratumSchedule strata;
-  std::optional<BatchSchedule> batches;
-  if (m.batches) batches.emplace(*m.batches);
+  GapState gaps(m);
   for (bool first = true;; first = false) {
     if (!first) {
-      operational += SampleGap(m, ties, batches, strata, arrivals);
+      operational += SampleGap(m, gaps, arrivals);
       start = m.profile.Warp(operational);
     }
     if (gen_end && start >= *gen_end && !(m.event_rate <= 0)) break;
@@ -768,6 +829,16 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
 // tenth of it (the fingerprint does not say how far). Empty when fewer than two are known.
 std::vector<std::pair<double, double>> NonzeroGapKnots(const Fingerprint& f) {
   const stats::Summary& g = f.gap_s;
+  if (!f.nonzero_gap_quantiles.empty()) {
+    // Recorded: the lowest at a tenth of the smallest, the highest at the largest gap.
+    std::vector<std::pair<double, double>> knots = {
+        {0.0, f.nonzero_gap_quantiles.front().second / 10}};
+    for (const auto& [q, v] : f.nonzero_gap_quantiles) {
+      if (q > knots.back().first && v >= knots.back().second) knots.emplace_back(q, v);
+    }
+    if (g.max >= knots.back().second) knots.emplace_back(1.0, g.max);
+    if (knots.size() >= 2 && knots.back().first == 1) return knots;
+  }
   const double t = std::clamp(f.tied_share, 0.0, 1.0);
   const std::pair<double, double> all[] = {
       {0, g.min},          {0.5, g.p50.value},    {0.9, g.p90.value}, {0.95, g.p95.value},
@@ -810,26 +881,153 @@ bool ShapeProfile(Model& m, const std::vector<double>& widths, const std::vector
 // The CV of the gaps, zero ones included, of `events` arrivals of m's arrival process (its gaps,
 // batches and warp; sessions left out) at microsecond resolution, from a fixed random stream so
 // that a fit over it is deterministic.
-double SimulatedGapCv(const Model& m, std::uint64_t events) {
+double SimulatedGapCv(const Model& m, std::uint64_t events, double* nonzero_median = nullptr) {
   Rng rng(0x9a95'c0feULL);
-  TieSchedule ties(m.tied_share);
-  std::optional<BatchSchedule> batches;
-  if (m.batches) batches.emplace(*m.batches);
-  StratumSchedule strata;
+  std::vector<double> nonzero;
+  GapState gaps(m);
   double operational = 0, previous = 0, sum = 0, squares = 0;
   for (std::uint64_t i = 1; i < events; ++i) {
-    operational += SampleGap(m, ties, batches, strata, rng);
+    operational += SampleGap(m, gaps, rng);
     const double t =
         std::round(m.profile.Warp(operational) * kArrivalTicksPerSecond) / kArrivalTicksPerSecond;
     const double gap = t - previous;
     previous = t;
     sum += gap;
     squares += gap * gap;
+    if (nonzero_median != nullptr && gap > 0) nonzero.push_back(gap);
+  }
+  if (nonzero_median != nullptr) {
+    *nonzero_median = 0;
+    if (!nonzero.empty()) {
+      const auto mid = nonzero.begin() + static_cast<std::ptrdiff_t>(nonzero.size() / 2);
+      std::nth_element(nonzero.begin(), mid, nonzero.end());
+      *nonzero_median = *mid;
+    }
   }
   const double n = static_cast<double>(events - 1);
   const double mean = sum / n;
   const double variance = std::max(0.0, (squares - n * mean * mean) / (n - 1));
   return mean > 0 ? std::sqrt(variance) / mean : 0;
+}
+
+// How far the peak-to-mean ratios of `events` simulated arrivals of m (fixed random stream) are
+// from the fingerprint's, over its windows that fit in the simulated span: the largest
+// |log(simulated / source)|.
+double PeakToMeanError(const Fingerprint& f, const Model& m, std::uint64_t events) {
+  Rng rng(0x7ea4'5eedULL);
+  GapState gaps(m);
+  std::vector<double> times;
+  times.reserve(events);
+  double operational = 0;
+  for (std::uint64_t i = 0; i < events; ++i) {
+    if (i > 0) operational += SampleGap(m, gaps, rng);
+    times.push_back(m.profile.Warp(operational));
+  }
+  const double span = times.back() - times.front();
+  if (!(span > 0)) return INFINITY;
+  const double mean = static_cast<double>(events) / span;
+  double worst = 0;
+  for (const RateWindow& w : f.rate_windows) {
+    if (w.window_s > span || !(w.peak_to_mean > 0)) continue;
+    std::size_t most = 0;
+    for (std::size_t i = 0, j = 0; i < times.size(); ++i) {
+      while (j < times.size() && times[j] < times[i] + w.window_s) ++j;
+      most = std::max(most, j - i);
+    }
+    const double ratio = static_cast<double>(most) / w.window_s / mean;
+    worst = std::max(worst, std::abs(std::log(ratio / w.peak_to_mean)));
+  }
+  return worst;
+}
+
+// The quantile function through knots (probability, gap), linear in log(gap).
+double KnotQuantile(const std::vector<std::pair<double, double>>& knots, double u) {
+  auto hi = std::upper_bound(knots.begin(), knots.end(), u,
+                             [](double x, const auto& k) { return x < k.first; });
+  if (hi == knots.end()) return knots.back().second;
+  if (hi == knots.begin()) return hi->second;
+  const auto lo = std::prev(hi);
+  const double w = hi->first > lo->first ? (u - lo->first) / (hi->first - lo->first) : 0;
+  return std::exp(std::log(lo->second) + w * (std::log(hi->second) - std::log(lo->second)));
+}
+
+// The two-state (burst / idle) gap model of docs/workloads.md ("The model"), for gaps burstier
+// than Gamma can draw: the burst state's gaps are the source's own up to the last of its p90,
+// p95, p99 and p99.9 (of the non-zero gaps) that is within kBurstSpan times their median, and the
+// idle gaps are exponential. Two things are fitted by simulation of the warped process: the idle
+// share (with the idle mean that keeps the mean gap), so that the gaps, zero ones included, have
+// the fingerprint's CV; and the burst state's scale, so that the median non-zero gap is the
+// source's. Returns false, changing nothing, when the source's gaps have no such body below
+// their mean.
+bool FitBurstIdle(const Fingerprint& f, Model& m,
+                  const std::vector<std::pair<double, double>>& knots,
+                  const std::vector<double>& widths, const std::vector<double>& rates, bool noisy,
+                  double p) {
+  const double median = KnotQuantile(knots, 0.5);
+  double body_to = 0;
+  for (const double u : {0.9, 0.95, 0.99, 0.999}) {
+    if (KnotQuantile(knots, u) <= kBurstSpan * median) body_to = u;
+  }
+  const double nonzero_mean = f.gap_s.mean / (1 - std::clamp(f.tied_share, 0.0, 0.999));
+  if (body_to == 0 || !(median > 0) || !(nonzero_mean > 0)) return false;
+  std::vector<std::pair<double, double>> body_knots;
+  for (const auto& [u, v] : knots) {
+    if (u < body_to) body_knots.emplace_back(u / body_to, v);
+  }
+  body_knots.emplace_back(1.0, KnotQuantile(knots, body_to));
+  if (body_knots.size() < 2) return false;
+  const double b_mean = m.batches ? m.batches->mean() : 1 / (1 - p);
+  const std::size_t strata =
+      std::clamp<std::size_t>(static_cast<std::size_t>(static_cast<double>(f.requests) / b_mean),
+                              kMinGapStrata, kMaxGapStrata);
+  auto gaps = std::make_shared<BurstIdleGaps>();
+  gaps->body = std::make_shared<GapTable>(body_knots, strata);
+  gaps->body_mean = gaps->body->mean() / nonzero_mean;
+  if (!(gaps->body_mean < kMaxBodyMean)) return false;
+  m.burst_idle = gaps;
+  const std::uint64_t events = std::clamp<std::uint64_t>(f.requests, 1000, 200'000);
+  const double nonzero_gaps = static_cast<double>(events) * (1 - p);
+  // The idle share whose simulated CV is the fingerprint's; it falls as the share grows (fewer,
+  // longer idle gaps: more CV). At least one idle gap among the source's.
+  const auto fit_share = [&] {
+    double lo = std::log(std::max(1e-7, 1 / nonzero_gaps)), hi = std::log(0.5);
+    for (int iter = 0; iter < 24; ++iter) {
+      const double mid = (lo + hi) / 2;
+      gaps->SetIdleShare(std::exp(mid), nonzero_gaps);
+      (SimulatedGapCv(m, events) > f.gap_cv ? lo : hi) = mid;
+    }
+    gaps->SetIdleShare(std::exp(hi), nonzero_gaps);
+  };
+  const auto fit = [&] {
+    for (int round = 0; round < 3; ++round) {
+      gaps->body_mean = std::min(gaps->body_mean, kMaxBodyMean);
+      fit_share();
+      double simulated = 0;
+      SimulatedGapCv(m, events, &simulated);
+      if (simulated > 0) gaps->body_mean *= median / simulated;
+    }
+    gaps->body_mean = std::min(gaps->body_mean, kMaxBodyMean);
+    fit_share();
+  };
+  // First without the rate profile: the process alone, idle gaps and all. Then the profile, less
+  // what that process's own counting noise explains at each time scale (idle gaps of a bursty
+  // process make bins with nothing and bins with a lot; a renewal source's profile is all that);
+  // when some of it stays (a day's swing), the gaps are fitted again under it.
+  m.profile = RateProfile();
+  fit();
+  if (f.rate_windows.empty()) return true;
+  const BurstIdleGaps alone = *gaps;
+  const double alone_error = PeakToMeanError(f, m, events);
+  if (!ShapeProfile(m, widths, rates, noisy, p, gaps->Cv2())) return true;
+  fit();
+  // Of the two explanations of the profile, the process alone unless the profile brings the
+  // peaks over the fingerprint's windows clearly nearer the source's (by more than
+  // kProfileMargin in log: one realization's peaks are noisy).
+  if (PeakToMeanError(f, m, events) >= alone_error - kProfileMargin) {
+    *gaps = alone;
+    m.profile = RateProfile();
+  }
+  return true;
 }
 
 // Sets the arrival process of a fingerprint: batches or ties, the Gamma shape of the non-zero
@@ -870,6 +1068,7 @@ void FitArrivals(const Fingerprint& f, Model& m) {
   if (m.gap_shape >= kMinGammaShape) return;
   const std::vector<std::pair<double, double>> knots = NonzeroGapKnots(f);
   if (knots.size() < 2) return;  // too little is known of the gaps: Gamma it stays
+  if (real_cv2 >= kMinBurstIdleCv2 && FitBurstIdle(f, m, knots, widths, rates, noisy, p)) return;
   // Burstier than Gamma can draw: the source's own gaps, their spread fitted by simulation so that
   // the gaps of the warped process, zero ones included, have the source's CV. The warp's own
   // contribution (idle bins stretch the gaps that span them) is then counted once, whatever the

@@ -608,8 +608,11 @@ struct GeneratedShape {
   double cv = 1;
   std::uint32_t batch_max = 1;
   bool idle = false;
-  // false: the combined extremes (CV 13+ in batches with idle hours), where even the mean rate
-  // and CV are not held yet (docs/workloads.md, "Beyond the tolerances"): printed, not asserted.
+  // Whether peak-to-mean holds its tolerances too (docs/workloads.md, "Beyond the tolerances",
+  // says where it does not yet): printed either way, asserted when true.
+  bool peaks = true;
+  // false: CV 20 in batches of 1-100 with idle hours, where even the mean rate and CV are not held
+  // yet: printed, not asserted.
   bool held = true;
   std::string Name() const {
     return fmt::format("cv {} batches 1-{}{}", cv, batch_max, idle ? " idle hours" : "");
@@ -653,21 +656,37 @@ Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
   return t;
 }
 
+// Seeds per shape: 2, and 1 under AddressSanitizer (the same sources, half the time).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::uint64_t kPropertySeeds = 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr std::uint64_t kPropertySeeds = 1;
+#else
+constexpr std::uint64_t kPropertySeeds = 2;
+#endif
+#else
+constexpr std::uint64_t kPropertySeeds = 2;
+#endif
+
 const GeneratedShape kGeneratedShapes[] = {
-    {0, 1, false},  {0.5, 1, false}, {1, 1, false},  {3, 1, false},         {8, 1, false},
-    {13, 1, false}, {20, 1, false},  {0, 10, false}, {1, 100, false},       {13, 20, false},
-    {1, 1, true},   {3, 1, true},    {13, 1, true},  {13, 20, true, false}, {20, 100, true, false},
+    {0, 1, false},          {0.5, 1, false},       {1, 1, false},
+    {3, 1, false},          {8, 1, false},         {13, 1, false, false},
+    {20, 1, false},         {0, 10, false, false}, {1, 100, false, false},
+    {13, 20, false, false}, {1, 1, true},          {3, 1, true, false},
+    {13, 1, true, false},   {13, 20, true, false}, {20, 100, true, false, false},
 };
 
-// Every tolerance but peak-to-mean holds at every shape (mean rate, gap CV, tied share, lengths),
-// with arrivals in whole microseconds; peak-to-mean holds too for the renewal sources up to CV 3,
-// and is printed for the others (docs/workloads.md, "Beyond the tolerances", says where it does not
-// hold yet).
+// Every tolerance but peak-to-mean holds at every shape but the last (mean rate, gap CV, tied
+// share, lengths), with arrivals in whole microseconds; peak-to-mean holds too for the renewal
+// sources (CV 0 to 20, but 13) and for CV 1 with idle hours, and is printed for the others
+// (docs/workloads.md, "Beyond the tolerances", says where it does not hold yet).
 TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
   for (const GeneratedShape& g : kGeneratedShapes) {
     const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
-    const bool peaks = g.cv <= 3 && g.batch_max == 1 && !g.idle;
-    for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+    // The non-zero gaps' quantiles that synthesis draws the burst state from.
+    EXPECT_EQ(src.nonzero_gap_quantiles.size(), kNonzeroGapQuantiles.size()) << g.Name();
+    for (std::uint64_t seed = 1; seed <= kPropertySeeds; ++seed) {
       SynthesisOptions o;
       o.seed = seed;
       Result<Trace> t = SynthesizeFromFingerprint(src, o);
@@ -683,7 +702,7 @@ TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
       const std::string name = fmt::format("{}, seed {}", g.Name(), seed);
       std::printf("[%s] tied %.3f->%.3f\n", name.c_str(), src.tied_share, syn.tied_share);
       ExpectMatches(src, syn, name, /*assert_all=*/false);  // prints every figure
-      for (const std::string& m : Mismatches(src, syn, peaks)) {
+      for (const std::string& m : Mismatches(src, syn, g.peaks)) {
         if (g.held) ADD_FAILURE() << name << ": " << m;
       }
       // Whatever the shape: no same-instant arrivals that the source does not have.
