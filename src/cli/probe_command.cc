@@ -5,7 +5,8 @@
 // paths it uses (--engine NAME, else detected in attach mode; --health/--metrics win over both),
 // the stop signals, probes.json and the table.
 // Exit codes: 0 nothing disqualifying found; 3 a probe found something disqualifying; 1 the
-// results could not be written; 2 usage; 128 + signal when interrupted (what ran is written).
+// results could not be written, or no probe could run because the candidate could not be brought
+// up; 2 usage; 128 + signal when interrupted (what ran is written).
 #include <memory>
 #include <regex>
 
@@ -234,6 +235,10 @@ int RunProbeCommand(const ProbeFlags& flags) {
   }
   fmt::print("probes: {}\n", json_path.string());
   if (run.interrupted) return stop.ExitCode();
+  if (run.NothingRan() && !run.unavailable.empty()) {
+    fmt::print(stderr, "bakeoff probe: no probe could run: {}\n", run.unavailable);
+    return kExitFailure;
+  }
   return run.Disqualified() ? kExitDisqualified : kExitOk;
 }
 

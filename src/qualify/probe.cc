@@ -13,6 +13,7 @@ namespace bakeoff::qualify {
 namespace {
 
 constexpr std::size_t kEvidenceBodyBytes = 64 * 1024;
+constexpr Nanos kAttachWait = std::chrono::seconds(10);
 
 std::string Cut(std::string_view text) {
   if (text.size() <= kEvidenceBodyBytes) return std::string(text);
@@ -180,11 +181,17 @@ bool ProbeRun::Disqualified() const {
                      [](const ProbeResult& r) { return r.verdict == Verdict::kFail; });
 }
 
+bool ProbeRun::NothingRan() const {
+  return std::all_of(results.begin(), results.end(),
+                     [](const ProbeResult& r) { return r.verdict == Verdict::kNotRun; });
+}
+
 ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
                    const std::atomic<bool>& stop,
                    const std::function<void(const std::string&)>& log) {
   ProbeRun run;
   const MonoTime run_start = std::chrono::steady_clock::now();
+  std::string& unavailable = run.unavailable;
   for (const ProbeInfo& info : AllProbes()) {
     if (!Selected(options, info.name)) continue;
     ProbeResult result;
@@ -201,9 +208,20 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
       not_run("attach mode: this probe signals or relaunches the process; pass --launch");
     } else if (info.needs_fresh_start && candidate.launch_mode()) {
       if (candidate.Running()) candidate.Stop();
+    } else if (!unavailable.empty()) {
+      not_run(unavailable);
     } else {
-      Status up = candidate.EnsureUp(options.probe.cold_start_budget);
-      if (!up.ok()) not_run("the candidate is not up: " + up.error().message);
+      // A launch gets the whole start-up budget; an attached server is either up or not.
+      const Nanos wait = candidate.launch_mode()
+                             ? options.probe.cold_start_budget
+                             : std::min<Nanos>(options.probe.cold_start_budget, kAttachWait);
+      Status up = candidate.EnsureUp(wait);
+      if (!up.ok()) {
+        // Said once: later probes do not wait for it again.
+        unavailable = fmt::format("the candidate is not up (found before {}): {}", info.name,
+                                  up.error().message);
+        not_run(unavailable);
+      }
     }
     if (result.verdict != Verdict::kNotRun) {
       log(fmt::format("probe {}: {}", info.name, info.summary));

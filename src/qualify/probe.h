@@ -111,7 +111,7 @@ struct ProbeOptions {
   std::filesystem::path quality_set;  // JSONL; empty: the built-in set
   // The longest wait for the answer to one probe request before it counts as a hang.
   Nanos answer_within = std::chrono::seconds(30);
-  double quality_min_score = 0.8;     // the quality probe's score below this disqualifies
+  double quality_min_score = 0.8;  // the quality probe's score below this disqualifies
 };
 
 // What a probe gets.
@@ -154,8 +154,11 @@ struct ProbeRun {
   std::string model;
   bool emulated = false;
   bool interrupted = false;
+  std::string unavailable;  // why the candidate could not be brought up, when it could not
   Nanos took{0};
   bool Disqualified() const;
+  // No selected probe ran (every one not_run): nothing was qualified.
+  bool NothingRan() const;
 };
 
 // Runs the selected probes in order. Before each probe: a probe that needs a fresh start gets the

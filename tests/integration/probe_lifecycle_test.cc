@@ -275,6 +275,27 @@ TEST(ProbeLifecycleTest, AttachModeRunsWhatItCanAndSaysWhatItCannot) {
   }
 }
 
+TEST(ProbeLifecycleTest, AServerThatIsNotThereIsSaidOnceAndTheOtherProbesDoNotWait) {
+  const auto out = OutDir();
+  const auto started = std::chrono::steady_clock::now();
+  const Finished f =
+      RunBakeoff({"probe", "--url", "http://127.0.0.1:" + std::to_string(FreePort()), "--only",
+                  "compatibility,bad_input,overload", "--out", out.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "each probe waited again";
+  EXPECT_EQ(f.exit_code, 1) << f.output;
+  EXPECT_NE(f.output.find("no probe could run"), std::string::npos) << f.output;
+  std::ifstream in(out / "probes.json");
+  const nlohmann::json probes = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(probes.is_object()) << f.output;
+  ASSERT_EQ(probes["probes"].size(), 3u);
+  for (const auto& p : probes["probes"]) {
+    EXPECT_EQ(p["verdict"], "not_run") << p.dump(2);
+    EXPECT_NE(p["not_run_reason"].get<std::string>().find("not up (found before compatibility)"),
+              std::string::npos)
+        << p.dump(2);
+  }
+}
+
 TEST(ProbeLifecycleTest, InterruptedProbeLeavesNoProcessAndWritesWhatRan) {
   ProcessOptions options;
   options.signal_after = 1500ms;
