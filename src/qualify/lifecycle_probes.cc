@@ -228,11 +228,11 @@ void ProbeColdStart(ProbeContext& context, ProbeResult& result) {
     return;
   }
   if (!t.first_answer || !t.health_ready) {
-    result.Find(Severity::kDisqualifying, "not_ready",
-                fmt::format("no {} within {:.0f} s of the spawn",
-                            !t.first_answer ? "successful answer" : "ready health",
-                            Seconds(std::min(budget, t.timed_out ? budget : budget))),
-                evidence);
+    result.Find(
+        Severity::kDisqualifying, "not_ready",
+        fmt::format("no {} within {:.0f} s of the spawn",
+                    !t.first_answer ? "successful answer" : "ready health", Seconds(budget)),
+        evidence);
     return;
   }
   const MonoTime ready = std::max(*t.first_answer, *t.health_ready);
