@@ -6,13 +6,9 @@
 namespace bakeoff::qualify {
 
 MetricsScrape ScrapeMetrics(const target::Candidate& candidate) {
-  net::HttpRequest request;
-  request.method = "GET";
-  request.path = candidate.spec().metrics_path;
-  request.content_type.clear();
   MetricsScrape scrape;
   Result<net::FetchedResponse> response =
-      candidate.Call(std::move(request), std::chrono::seconds(5));
+      candidate.Call(target::GetRequest(candidate.spec().metrics_path), std::chrono::seconds(5));
   if (!response.ok()) {
     scrape.error = response.error().message;
     return scrape;

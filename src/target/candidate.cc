@@ -59,12 +59,8 @@ Result<net::FetchedResponse> Candidate::Call(net::HttpRequest request, Nanos tim
 }
 
 HealthAnswer Candidate::Health(Nanos timeout) const {
-  net::HttpRequest request;
-  request.method = "GET";
-  request.path = spec_.health_path;
-  request.content_type.clear();
   const MonoTime start = std::chrono::steady_clock::now();
-  Result<net::FetchedResponse> response = Call(std::move(request), timeout);
+  Result<net::FetchedResponse> response = Call(GetRequest(spec_.health_path), timeout);
   HealthAnswer answer;
   answer.took = std::chrono::steady_clock::now() - start;
   if (!response.ok()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dialect/openai_control.h"
+#include "target/discovery.h"
 #include "target/prometheus.h"
 
 namespace bakeoff::target {
@@ -290,11 +291,7 @@ Result<Detection> DetectEngine(const net::Endpoint& endpoint, const DetectOption
       observations.push_back(std::move(o));
       continue;
     }
-    net::HttpRequest request;
-    request.method = "GET";
-    request.path = path;
-    request.content_type.clear();
-    Result<net::FetchedResponse> response = net::Fetch(endpoint, std::move(request), client);
+    Result<net::FetchedResponse> response = net::Fetch(endpoint, GetRequest(path), client);
     if (response.ok()) {
       o.status = response->head.status;
       o.headers = response->head.headers;

@@ -9,19 +9,11 @@
 namespace bakeoff::target {
 namespace {
 
-net::HttpRequest Get(std::string path) {
-  net::HttpRequest request;
-  request.method = "GET";
-  request.path = std::move(path);
-  request.content_type.clear();
-  return request;
-}
-
 // llama.cpp's context size per slot, from GET /props (default_generation_settings.n_ctx); other
 // servers answer 404 or something without it.
 std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint,
                                              const net::ClientOptions& client) {
-  Result<net::FetchedResponse> props = net::Fetch(endpoint, Get("/props"), client);
+  Result<net::FetchedResponse> props = net::Fetch(endpoint, GetRequest("/props"), client);
   if (!props.ok() || props->head.status != 200) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(props->body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return std::nullopt;
@@ -36,6 +28,14 @@ std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint,
 }
 
 }  // namespace
+
+net::HttpRequest GetRequest(std::string path) {
+  net::HttpRequest request;
+  request.method = "GET";
+  request.path = std::move(path);
+  request.content_type.clear();
+  return request;
+}
 
 std::optional<std::string> StripApiVersionSuffix(net::Endpoint& endpoint) {
   std::string& path = endpoint.base_path;
@@ -54,7 +54,7 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
   TargetFacts facts;
   facts.model = model;
   const std::string where = endpoint.ToString();
-  Result<net::FetchedResponse> response = net::Fetch(endpoint, Get("/v1/models"), client);
+  Result<net::FetchedResponse> response = net::Fetch(endpoint, GetRequest("/v1/models"), client);
   if (!response.ok()) {
     return MakeError(ErrorCode::kUnavailable,
                      "cannot reach " + where + ": " + response.error().message);

@@ -34,6 +34,9 @@ struct TargetFacts {
 Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOptions& client,
                              const std::string& model);
 
+// A GET of `path` (under the endpoint's base path) with no body: the control calls' request.
+net::HttpRequest GetRequest(std::string path);
+
 // A base path that ends in "/v1" (or "/v1/") has it removed: bakeoff appends /v1/... itself.
 // Returns a note for the user when it did (trailing slashes alone are dropped silently).
 std::optional<std::string> StripApiVersionSuffix(net::Endpoint& endpoint);
