@@ -8,17 +8,16 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <system_error>
 #include <utility>
 #include <variant>
 
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/file.h"
 #include "core/json_text.h"
+#include "core/yaml_doc.h"
 
 namespace bakeoff::emulate {
 
@@ -117,42 +116,6 @@ std::vector<std::string_view> KeysIn(std::string_view section) {
 
 // --- Suggestions ---
 
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// Close enough to be a typo: a quarter of the typed name's letters (at least 2) may differ.
-bool CloseEnough(std::string_view typed, std::size_t distance) {
-  return distance <= std::max<std::size_t>(2, typed.size() / 4);
-}
-
-// The candidate nearest to `typed`, if it is close enough to suggest.
-std::optional<std::string> Nearest(std::string_view typed,
-                                   const std::vector<std::string>& candidates) {
-  std::optional<std::string> best;
-  std::size_t best_distance = SIZE_MAX;
-  for (const std::string& candidate : candidates) {
-    const std::size_t d = EditDistance(typed, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  if (!best || !CloseEnough(typed, best_distance)) return std::nullopt;
-  return best;
-}
-
 // For an unknown key: the known dotted key nearest by its full name or by its leaf, so that
 // `num_blocks` at the top level suggests kv.num_blocks and `kv.base_ms` suggests cost.base_ms.
 std::optional<std::string> SuggestKey(std::string_view section, std::string_view leaf) {
@@ -160,16 +123,16 @@ std::optional<std::string> SuggestKey(std::string_view section, std::string_view
   std::optional<std::string> best;
   std::size_t best_distance = SIZE_MAX;
   auto consider = [&](std::string_view candidate, std::size_t d, std::string_view against) {
-    if (CloseEnough(against, d) && d < best_distance) {
+    if (yaml::CloseEnoughToSuggest(against, d) && d < best_distance) {
       best_distance = d;
       best = std::string(candidate);
     }
   };
   for (const KeySpec& spec : kKeys) {
-    consider(spec.key, EditDistance(typed, spec.key), typed);
-    consider(spec.key, EditDistance(leaf, LeafOf(spec.key)), leaf);
+    consider(spec.key, yaml::EditDistance(typed, spec.key), typed);
+    consider(spec.key, yaml::EditDistance(leaf, LeafOf(spec.key)), leaf);
   }
-  for (std::string_view s : kSections) consider(s, EditDistance(typed, s), typed);
+  for (std::string_view s : kSections) consider(s, yaml::EditDistance(typed, s), typed);
   if (best && *best == typed) return std::nullopt;
   return best;
 }
@@ -187,67 +150,10 @@ std::vector<std::string> EnumNames(NameFn name_of) {
   return names;
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
-  return out;
-}
-
-std::string JoinViews(const std::vector<std::string_view>& names) {
-  std::string out;
-  for (std::string_view name : names) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
-  return out;
-}
-
 // --- Values ---
 
 Error Invalid(std::string message) {
   return MakeError(ErrorCode::kInvalidInput, std::move(message));
-}
-
-// How a node that is not the expected kind reads in a message.
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return "nothing";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  return fmt::format("'{}'", node.Scalar());
-}
-
-// A quoted scalar ('256' or "256") or one tagged !!str is a string, never a number or boolean.
-bool IsQuotedOrString(const YAML::Node& node) {
-  return node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str";
-}
-
-// Whole numbers are plain decimal literals with an optional sign.
-bool LooksWhole(std::string_view text) {
-  if (!text.empty() && (text[0] == '-' || text[0] == '+')) text.remove_prefix(1);
-  return !text.empty() &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// A YAML real as a double: a decimal or exponent literal, or YAML's .inf/.nan spellings (which
-// callers reject as not finite). nullopt when the text is not a number at all.
-std::optional<double> ReadReal(std::string_view text) {
-  if (text == ".inf" || text == ".Inf" || text == ".INF" || text == "+.inf" || text == "+.Inf" ||
-      text == "+.INF") {
-    return HUGE_VAL;
-  }
-  if (text == "-.inf" || text == "-.Inf" || text == "-.INF") return -HUGE_VAL;
-  if (text == ".nan" || text == ".NaN" || text == ".NAN") return std::nan("");
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);  // from_chars takes no '+'
-  if (text.empty()) return std::nullopt;
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 // --- The reader ---
@@ -267,7 +173,7 @@ class PresetReader {
       const YAML::Node& value = entry.second;
       if (!key_node.IsScalar()) {
         return Fail(key_node.Mark(), section.empty() ? "?" : section,
-                    fmt::format("keys must be plain names, got {}", Describe(key_node)));
+                    fmt::format("keys must be plain names, got {}", yaml::Describe(key_node)));
       }
       const std::string leaf = key_node.Scalar();
       const std::string key = Qualified(section, leaf);
@@ -279,8 +185,8 @@ class PresetReader {
       if (section.empty() && IsSection(leaf)) {
         if (!value.IsMap()) {
           return Fail(ValueMark(key_node, value), key,
-                      fmt::format("expected a mapping of {}, got {}", JoinViews(KeysIn(leaf)),
-                                  Describe(value)));
+                      fmt::format("expected a mapping of {}, got {}", yaml::JoinNames(KeysIn(leaf)),
+                                  yaml::Describe(value)));
         }
         if (Status st = ReadMapping(value, leaf, out); !st.ok()) return st;
         continue;
@@ -292,7 +198,7 @@ class PresetReader {
                     fmt::format("unknown key{} (known {}: {})",
                                 suggestion ? fmt::format("; did you mean {}?", *suggestion) : "",
                                 section.empty() ? "keys" : fmt::format("keys of {}", section),
-                                JoinViews(KeysIn(section))));
+                                yaml::JoinNames(KeysIn(section))));
       }
       if (Status st = ReadValue(*spec, key_node, value, out); !st.ok()) return st;
     }
@@ -315,15 +221,15 @@ class PresetReader {
   Result<Int> WholeNumber(const YAML::Mark& mark, std::string_view key,
                           const YAML::Node& value) const {
     if (!value.IsScalar())
-      return Fail(mark, key, fmt::format("expected a whole number, got {}", Describe(value)));
+      return Fail(mark, key, fmt::format("expected a whole number, got {}", yaml::Describe(value)));
     const std::string& text = value.Scalar();
-    if (IsQuotedOrString(value)) {
+    if (yaml::IsQuotedOrString(value)) {
       return Fail(
           mark, key,
           fmt::format("expected a whole number, got the string '{}' (drop the quotes)", text));
     }
-    if (!LooksWhole(text)) {
-      const std::optional<double> real = ReadReal(text);
+    if (!yaml::LooksWhole(text)) {
+      const std::optional<double> real = yaml::ReadReal(text);
       if (real && *real < 0)
         return Fail(mark, key, fmt::format("must not be negative, got {}", text));
       return Fail(mark, key, fmt::format("expected a whole number, got '{}'", text));
@@ -353,13 +259,13 @@ class PresetReader {
   Result<double> RealNumber(const YAML::Mark& mark, std::string_view key,
                             const YAML::Node& value) const {
     if (!value.IsScalar())
-      return Fail(mark, key, fmt::format("expected a number, got {}", Describe(value)));
+      return Fail(mark, key, fmt::format("expected a number, got {}", yaml::Describe(value)));
     const std::string& text = value.Scalar();
-    if (IsQuotedOrString(value)) {
+    if (yaml::IsQuotedOrString(value)) {
       return Fail(mark, key,
                   fmt::format("expected a number, got the string '{}' (drop the quotes)", text));
     }
-    const std::optional<double> x = ReadReal(text);
+    const std::optional<double> x = yaml::ReadReal(text);
     if (!x) return Fail(mark, key, fmt::format("expected a number, got '{}'", text));
     if (!std::isfinite(*x))
       return Fail(mark, key, fmt::format("expected a finite number, got '{}'", text));
@@ -373,12 +279,12 @@ class PresetReader {
                      const std::vector<std::string>& names) const {
     if (!value.IsScalar()) {
       return Fail(mark, key,
-                  fmt::format("expected one of {}, got {}", JoinNames(names), Describe(value)));
+                  fmt::format("expected one of {}, got {}", yaml::JoinNames(names), yaml::Describe(value)));
     }
     if (const std::optional<Enum> parsed = parse(value.Scalar())) return *parsed;
-    const std::optional<std::string> suggestion = Nearest(value.Scalar(), names);
+    const std::optional<std::string> suggestion = yaml::NearestName(value.Scalar(), names);
     return Fail(mark, key,
-                fmt::format("'{}' is not one of {}{}", value.Scalar(), JoinNames(names),
+                fmt::format("'{}' is not one of {}{}", value.Scalar(), yaml::JoinNames(names),
                             suggestion ? fmt::format("; did you mean {}?", *suggestion) : ""));
   }
 
@@ -391,7 +297,7 @@ class PresetReader {
           using Ref = decltype(ref);
           if constexpr (std::is_same_v<Ref, TextRef>) {
             if (!value.IsScalar())
-              return Fail(mark, key, fmt::format("expected text, got {}", Describe(value)));
+              return Fail(mark, key, fmt::format("expected text, got {}", yaml::Describe(value)));
             if (key == "name" && value.Scalar().empty())
               return Fail(mark, key, "must not be empty");
             if (key == "name" && value.Scalar().find('\n') != std::string::npos) {
@@ -410,7 +316,7 @@ class PresetReader {
             ref(out) = *x;
           } else if constexpr (std::is_same_v<Ref, BoolRef>) {
             const std::string text = value.IsScalar() ? value.Scalar() : "";
-            const bool plain = value.IsScalar() && !IsQuotedOrString(value);
+            const bool plain = value.IsScalar() && !yaml::IsQuotedOrString(value);
             if (plain && (text == "true" || text == "True" || text == "TRUE")) {
               ref(out) = true;
             } else if (plain && (text == "false" || text == "False" || text == "FALSE")) {
@@ -422,7 +328,7 @@ class PresetReader {
                               text));
             } else {
               return Fail(mark, key,
-                          fmt::format("expected true or false, got {}", Describe(value)));
+                          fmt::format("expected true or false, got {}", yaml::Describe(value)));
             }
           } else if constexpr (std::is_same_v<Ref, PolicyRef>) {
             Result<SchedulingPolicy> p = Named<SchedulingPolicy>(
@@ -481,79 +387,18 @@ std::string LocateValidationError(std::string message, std::string_view source,
   return fmt::format("{}: {}", source, message);
 }
 
-// Counts parse events and gives up past a bound. yaml-cpp 0.7 never finishes some malformed
-// inputs (a document that is only ",": found by fuzz_engine_preset); its event stream is
-// consumed here first, so such a file is refused instead of hanging the command.
-class BoundedEventCounter final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override { Count(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
-    Count(mark);
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {
-    Count(mark);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {
-    Count(mark);
-  }
-  void OnMapEnd() override {}
-
- private:
-  // A preset has a few dozen keys; a million events is no preset.
-  static constexpr int kMaxEvents = 1'000'000;
-  void Count(const YAML::Mark& mark) {
-    if (++events_ > kMaxEvents) throw YAML::ParserException(mark, "too many YAML nodes for an engine preset");
-  }
-  int events_ = 0;
-};
-
-// OK when yaml-cpp reaches the end of the text within the bounds above.
-Status CheckYamlTerminates(const std::string& text, std::string_view source) {
-  std::istringstream stream(text);
-  YAML::Parser parser(stream);
-  BoundedEventCounter counter;
-  try {
-    for (int documents = 0; parser.HandleNextDocument(counter);) {
-      if (++documents > 16) return Invalid(fmt::format("{}:1: more than one YAML document", source));
-    }
-  } catch (const YAML::Exception& e) {
-    return Invalid(fmt::format("{}:{}: not valid YAML: {}", source, std::max(0, e.mark.line) + 1, e.msg));
-  }
-  return Ok{};
-}
-
 Result<EnginePreset> Parse(std::string_view yaml_text, std::string_view source,
                            std::optional<std::string> default_name) {
-  const std::string text(yaml_text);
-  if (Status terminates = CheckYamlTerminates(text, source); !terminates.ok()) return terminates.error();
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    return Invalid(
-        fmt::format("{}:{}: not valid YAML: {}", source, std::max(0, e.mark.line) + 1, e.msg));
-  }
-  if (documents.empty() || documents[0].IsNull()) {
-    return Invalid(
-        fmt::format("{}:1: empty preset: expected a mapping of engine settings "
-                    "(docs/engine-presets.md lists the keys)",
-                    source));
-  }
-  const YAML::Node& root = documents[0];
-  if (!root.IsMap()) {
-    return Invalid(fmt::format("{}:{}: expected a mapping of engine settings, got {}", source,
-                               std::max(0, root.Mark().line) + 1, Describe(root)));
-  }
-  if (documents.size() > 1) {
-    return Invalid(fmt::format("{}:{}: a preset is one YAML document; a second one starts here",
-                               source, std::max(0, documents[1].Mark().line) + 1));
-  }
+  // The messages of the preset format (docs/engine-presets.md) around yaml_doc.h's checks.
+  yaml::DocumentKind kind;
+  kind.noun = "preset";
+  kind.with_article = "an engine preset";
+  kind.empty_hint =
+      ": expected a mapping of engine settings (docs/engine-presets.md lists the keys)";
+  kind.expect_mapping = "a mapping of engine settings";
+  Result<YAML::Node> document = yaml::LoadDocument(yaml_text, source, kind);
+  if (!document.ok()) return document.error();
+  const YAML::Node& root = document.value();
   EnginePreset preset;
   if (default_name) preset.config.name = std::move(*default_name);
   PresetReader reader(source);
@@ -629,11 +474,11 @@ Result<std::filesystem::path> ResolveEnginePreset(std::string_view name_or_path,
     return Invalid(fmt::format("unknown engine preset '{}': {} holds no presets (*.yaml)",
                                name_or_path, presets_dir.string()));
   }
-  const std::optional<std::string> suggestion = Nearest(name_or_path, names);
+  const std::optional<std::string> suggestion = yaml::NearestName(name_or_path, names);
   return Invalid(fmt::format(
       "unknown engine preset '{}'{} (available in {}: {}; or give a path to a .yaml file)",
       name_or_path, suggestion ? fmt::format("; did you mean {}?", *suggestion) : "",
-      presets_dir.string(), JoinNames(names)));
+      presets_dir.string(), yaml::JoinNames(names)));
 }
 
 std::string RenderEnginePreset(const EnginePreset& preset) {
