@@ -100,8 +100,8 @@ std::string Diagnostic::Text() const {
   std::string out = source;
   if (line > 0) out += fmt::format(":{}", line);
   out += ": ";
-  if (!field.empty()) out += field + ": ";
-  out += message;
+  if (!field.empty()) out += OneLine(field) + ": ";
+  out += OneLine(message);
   return out;
 }
 
@@ -199,6 +199,21 @@ std::optional<std::string> NearestName(std::string_view typed,
   return Nearest(typed, candidates);
 }
 
+std::string OneLine(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string JoinNames(std::span<const std::string> names) { return Join(names); }
 std::string JoinNames(std::span<const std::string_view> names) { return Join(names); }
 
@@ -214,7 +229,8 @@ Status CheckYamlTerminates(std::string_view text, std::string_view source,
       if (++documents > 16) return Invalid(fmt::format("{}:1: more than one YAML document", source));
     }
   } catch (const YAML::Exception& e) {
-    return Invalid(fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), e.msg));
+    return Invalid(
+        fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), OneLine(e.msg)));
   }
   return Ok{};
 }
@@ -228,7 +244,8 @@ Result<YAML::Node> LoadDocument(std::string_view text, std::string_view source,
   try {
     documents = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return Invalid(fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), e.msg));
+    return Invalid(
+        fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), OneLine(e.msg)));
   }
   if (documents.empty() || documents[0].IsNull()) {
     return Invalid(fmt::format("{}:1: empty {}{}", source, kind.noun, kind.empty_hint));
@@ -236,7 +253,7 @@ Result<YAML::Node> LoadDocument(std::string_view text, std::string_view source,
   const YAML::Node& root = documents[0];
   if (!kind.expect_mapping.empty() && !root.IsMap()) {
     return Invalid(fmt::format("{}:{}: expected {}, got {}", source, LineOf(root.Mark()),
-                               kind.expect_mapping, Describe(root)));
+                               kind.expect_mapping, OneLine(Describe(root))));
   }
   if (documents.size() > 1) {
     return Invalid(fmt::format("{}:{}: a {} is one YAML document; a second one starts here",

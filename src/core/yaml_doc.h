@@ -50,7 +50,8 @@ struct Diagnostic {
   std::string message;  // what is wrong, without the where
 
   // "SOURCE:LINE: FIELD: MESSAGE"; without ":LINE" when line is 0, without "FIELD: " when the
-  // field is empty.
+  // field is empty. Always one line: line breaks in the field or message (a quoted value can
+  // hold them) are written as \n and \r (OneLine).
   std::string Text() const;
 };
 
@@ -95,6 +96,10 @@ std::optional<std::string> NearestName(std::string_view typed,
                                        const std::vector<std::string>& candidates);
 std::optional<std::string> NearestName(std::string_view typed,
                                        std::span<const std::string_view> candidates);
+// `text` with '\n' and '\r' written as the two characters \n and \r, so a value quoted in a
+// message keeps the message on one line.
+std::string OneLine(std::string_view text);
+
 // "a, b, c".
 std::string JoinNames(std::span<const std::string> names);
 std::string JoinNames(std::span<const std::string_view> names);
@@ -119,7 +124,8 @@ struct DocumentKind {
 Status CheckYamlTerminates(std::string_view text, std::string_view source,
                            const DocumentKind& kind = {});
 
-// Exactly one YAML document, after CheckYamlTerminates. Errors (kInvalidInput), in this order:
+// Exactly one YAML document, after CheckYamlTerminates. Errors (kInvalidInput, one line each:
+// a value quoted in them has its line breaks written as \n), in this order:
 // "SOURCE:LINE: not valid YAML: ..."; "SOURCE:1: empty NOUN[EMPTY_HINT]" (no document, or only
 // a null); "SOURCE:LINE: expected EXPECT_MAPPING, got ..." (when asked); "SOURCE:LINE: a NOUN
 // is one YAML document; a second one starts here".

@@ -528,7 +528,7 @@ std::vector<LintFinding> LintCatalog(const Catalog& catalog, const LintOptions& 
 std::string FormatLintFinding(const LintFinding& finding) {
   return fmt::format("{}:{}: [{}] {}: {}{}", finding.source, finding.line, finding.entry,
                      finding.code, finding.severity == LintSeverity::kWarning ? "warning: " : "",
-                     finding.message);
+                     yaml::OneLine(finding.message));
 }
 
 bool HasLintErrors(std::span<const LintFinding> findings) {

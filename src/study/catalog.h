@@ -135,7 +135,7 @@ struct LintFinding {
 std::vector<LintFinding> LintCatalog(const Catalog& catalog, const LintOptions& options);
 
 // "FILE:LINE: [entry] code: message" for an error, "FILE:LINE: [entry] code: warning: message"
-// for a warning.
+// for a warning; always one line (line breaks in the message are written as \n).
 std::string FormatLintFinding(const LintFinding& finding);
 // Whether any finding is an error.
 bool HasLintErrors(std::span<const LintFinding> findings);

@@ -40,6 +40,8 @@ TEST(YamlDocTest, DiagnosticTextNamesFileLineAndField) {
             "c.yaml:7: runtimes[2].image: is wrong");
   EXPECT_EQ((Diagnostic{"c.yaml", 3, "", "not valid"}).Text(), "c.yaml:3: not valid");
   EXPECT_EQ((Diagnostic{"c.yaml", 0, "x", "bad"}).Text(), "c.yaml: x: bad");
+  // A quoted value may hold line breaks; the diagnostic stays one line.
+  EXPECT_EQ((Diagnostic{"c.yaml", 2, "k\r", "'a\nb' is bad"}).Text(), "c.yaml:2: k\\r: 'a\\nb' is bad");
 }
 
 TEST(YamlDocTest, DiagnosticsAreListedInLineOrderAndBecomeOneError) {
