@@ -36,6 +36,8 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   a.warmup_requests = c.warmup;
   a.stale_retries = c.stale_retries;
   a.measured_requests = c.measured;
+  a.ok_requests = c.ok;
+  a.good_requests = c.good;
   for (int i = 0; i < measure::kOutcomeCount; ++i) {
     if (c.outcomes[i] > 0) {
       a.outcomes[measure::OutcomeName(static_cast<measure::Outcome>(i))] = c.outcomes[i];

@@ -52,6 +52,8 @@ struct StepAnalysis {
   std::uint64_t planned = 0;
   std::uint64_t warmup_requests = 0;
   std::uint64_t measured_requests = 0;
+  std::uint64_t ok_requests = 0;    // measured requests that completed without error
+  std::uint64_t good_requests = 0;  // ok requests that met every per-request SLO threshold
   std::map<std::string, std::uint64_t> outcomes;  // outcome name -> count (measure phase)
   std::vector<std::string> error_examples;        // the first failure (lowest id) of each outcome kind
   double duration_s = 0;  // first measured send to last measured finish

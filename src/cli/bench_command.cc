@@ -5,7 +5,7 @@
 // table; and, for --ignore-eos, the engine adapter's forced-length fields (--engine NAME, else
 // detected: min_new_tokens on LMDeploy, no min_tokens on llama.cpp, neither on TGI and Ollama,
 // which cannot force a length: said once, and the run measures the lengths it gets).
-// The run itself is analyze::RunBench.
+// The run itself is run::RunBench.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "analyze/bench.h"
+#include "run/bench.h"
 #include "cli/cli.h"
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
@@ -53,8 +53,8 @@ Result<double> ParsePercent(const std::string& flag, std::string text) {
   return value / 100;
 }
 
-Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
-  analyze::BenchConfig config;
+Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
+  run::BenchConfig config;
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
   Result<net::Endpoint> endpoint = net::ParseEndpoint(f.url);
   if (!endpoint.ok()) return usage("--url: " + endpoint.error().message);
@@ -131,7 +131,7 @@ Result<analyze::BenchConfig> BuildConfig(const BenchFlags& f) {
 }
 
 int RunBenchCommand(const BenchFlags& flags) {
-  Result<analyze::BenchConfig> config = BuildConfig(flags);
+  Result<run::BenchConfig> config = BuildConfig(flags);
   if (!config.ok()) {
     fmt::print(stderr, "bakeoff bench: {}\n", config.error().message);
     return kExitUsage;
@@ -147,8 +147,8 @@ int RunBenchCommand(const BenchFlags& flags) {
                labels.size(), labels[step], p.sent.load(), p.finished.load(), p.failed.load(),
                p.tokens.load());
   };
-  Result<analyze::BenchOutcome> outcome =
-      analyze::RunBench(std::move(config.value()), stop.flag(), log, on_tick);
+  Result<run::BenchOutcome> outcome =
+      run::RunBench(std::move(config.value()), stop.flag(), log, on_tick);
   if (terminal) fmt::print(stderr, "\r\033[K");
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff bench: {}\n", outcome.error().message);

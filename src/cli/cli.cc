@@ -33,6 +33,8 @@ int Main(int argc, char** argv) {
   AddSimulateCommand(app, &exit_code);
   AddProbeCommand(app, &exit_code);
   AddDetectCommand(app, &exit_code);
+  AddCatalogCommand(app, &exit_code);
+  AddRunCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -26,6 +26,8 @@ namespace bakeoff::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+// probe: a candidate was disqualified; run: no candidate meets the SLO.
+inline constexpr int kExitDisqualified = 3;
 
 int Main(int argc, char** argv);
 
@@ -37,6 +39,8 @@ void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
 void AddProbeCommand(CLI::App& app, int* exit_code);
 void AddDetectCommand(CLI::App& app, int* exit_code);
+void AddCatalogCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
 
 // The adapter bench and probe use: the one `engine` names (--engine; kInvalidInput naming the
 // flag and the known names when unknown), else what target::DetectEngine finds at `endpoint`

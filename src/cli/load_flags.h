@@ -52,7 +52,7 @@ struct LoadFlags {
 
 // The largest prompt or answer a flag may ask for, in tokens: beyond every served context today,
 // and small enough that building such a prompt cannot exhaust the client's memory. A target's
-// own context limit, where it says one, is checked before a run (analyze/bench.h).
+// own context limit, where it says one, is checked before a run (run/bench.h).
 inline constexpr std::uint32_t kMaxRequestTokens = 1'000'000;
 
 // Registers the load flags on `command`.

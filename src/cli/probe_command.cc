@@ -27,7 +27,6 @@
 namespace bakeoff::cli {
 namespace {
 
-constexpr int kExitDisqualified = 3;
 
 struct ProbeFlags {
   std::string url;

@@ -2,13 +2,13 @@
 //
 // Owns: the `bakeoff simulate` flags: the load flags bench has (cli/load_flags.h), an engine
 // preset, replicas and a router; their validation (one line naming the flag or the preset
-// file:line, exit 2) and the final table. The run itself is analyze::RunSimulate.
+// file:line, exit 2) and the final table. The run itself is run::RunSimulate.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analyze/simulate.h"
+#include "run/simulate.h"
 #include "cli/cli.h"
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
@@ -27,11 +27,11 @@ struct SimulateFlags {
   std::int64_t max_waiting = 0;
 };
 
-Result<analyze::SimulateConfig> BuildConfig(const SimulateFlags& f) {
+Result<run::SimulateConfig> BuildConfig(const SimulateFlags& f) {
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
   Result<LoadSetup> setup = BuildLoad(f.load, "bakeoff simulate");
   if (!setup.ok()) return setup.error();
-  analyze::SimulateConfig config;
+  run::SimulateConfig config;
   config.run.target.request = setup->request;
   if (config.run.target.request.model.empty()) config.run.target.request.model = "emulated-model";
   config.run.shape = setup->shape;
@@ -68,7 +68,7 @@ Result<analyze::SimulateConfig> BuildConfig(const SimulateFlags& f) {
 }
 
 int RunSimulateCommand(const SimulateFlags& flags) {
-  Result<analyze::SimulateConfig> config = BuildConfig(flags);
+  Result<run::SimulateConfig> config = BuildConfig(flags);
   if (!config.ok()) {
     fmt::print(stderr, "bakeoff simulate: {}\n", config.error().message);
     return kExitUsage;
@@ -76,7 +76,7 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   const StopSignals stop;
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff simulate: {}\n", line); };
   log("engine " + config->preset + " (emulated, virtual clock)");
-  Result<analyze::BenchOutcome> outcome = analyze::RunSimulate(config.value(), stop.flag(), log);
+  Result<run::BenchOutcome> outcome = run::RunSimulate(config.value(), stop.flag(), log);
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff simulate: {}\n", outcome.error().message);
     return outcome.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;

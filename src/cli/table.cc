@@ -17,7 +17,7 @@ std::string Ms(const stats::Summary& s, const stats::QuantileEstimate& q) {
 
 }  // namespace
 
-std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
+std::string FormatBenchTable(const run::BenchOutcome& outcome) {
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "\n{}\n",
@@ -91,7 +91,7 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome) {
   return out;
 }
 
-int ReportRun(const analyze::BenchOutcome& outcome, int interrupted_exit_code) {
+int ReportRun(const run::BenchOutcome& outcome, int interrupted_exit_code) {
   fmt::print("{}", FormatBenchTable(outcome));
   fmt::print("records: {}\nsummary: {}\n", outcome.records_path.string(), outcome.summary_path.string());
   if (!outcome.summary_error.empty()) fmt::print(stderr, "bakeoff: {}\n", outcome.summary_error);

@@ -8,11 +8,11 @@
 
 #include <string>
 
-#include "analyze/bench.h"
+#include "run/bench.h"
 
 namespace bakeoff::cli {
 
-std::string FormatBenchTable(const analyze::BenchOutcome& outcome);
+std::string FormatBenchTable(const run::BenchOutcome& outcome);
 
 // Prints the table and the output paths to stdout (and to stderr what could not be written) and
 // returns the exit code, by the first rule that applies:
@@ -21,6 +21,6 @@ std::string FormatBenchTable(const analyze::BenchOutcome& outcome);
 //   1 when a step was given up because no request succeeded for --give-up-after;
 //   1 when fewer than half of all measured requests succeeded ("most requests failed");
 //   0 otherwise: the run measured what it planned, failures included.
-int ReportRun(const analyze::BenchOutcome& outcome, int interrupted_exit_code);
+int ReportRun(const run::BenchOutcome& outcome, int interrupted_exit_code);
 
 }  // namespace bakeoff::cli

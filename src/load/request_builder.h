@@ -2,7 +2,7 @@
 //
 // Owns: what one planned request contains: its prompt text (from the corpus or the trace), its
 // history, max_tokens and per-request seed. The live runner (load/runner.h) and the virtual-clock
-// simulation (analyze/simulate.h) both build requests here, so a simulated run sees exactly the
+// simulation (run/simulate.h) both build requests here, so a simulated run sees exactly the
 // prompts a real run against the same seed would send.
 // Does not own: when requests are sent (load/plan.h, load/runner.h) or their encoding (dialect/).
 //

@@ -86,6 +86,7 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
     facts.model = models.front().id;
     facts.model_from_listing = true;
   }
+  for (const dialect::ModelCard& card : models) facts.listed_models.push_back(card.id);
   for (const dialect::ModelCard& card : models) {
     if (card.id == facts.model && card.max_model_len) {
       facts.max_context_tokens = card.max_model_len;

@@ -24,6 +24,7 @@ namespace bakeoff::target {
 struct TargetFacts {
   std::string model;                // the model to request
   bool model_from_listing = false;  // chosen from /v1/models because none was named
+  std::vector<std::string> listed_models;  // every id GET /v1/models listed (empty: none or no listing)
   bool emulated = false;            // the server said it is bakeoff's emulated engine
   std::optional<std::uint64_t> max_context_tokens;  // prompt + output limit, where the server says
   std::string max_context_source;  // where that limit came from, e.g. "GET /props n_ctx"

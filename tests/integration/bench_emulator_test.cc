@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analyze/bench.h"
+#include "run/bench.h"
 #include "core/file.h"
 #include "emulate/scheduler.h"
 #include "emulate/server.h"
@@ -24,9 +24,9 @@ std::filesystem::path TempDir(const std::string& name) {
   return dir;
 }
 
-analyze::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_tokens,
+run::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_tokens,
                                    std::uint32_t output_tokens, const std::filesystem::path& out) {
-  analyze::BenchConfig config;
+  run::BenchConfig config;
   config.url = "http://127.0.0.1:" + std::to_string(port);
   config.run.target.endpoint = {false, "127.0.0.1", std::to_string(port), ""};
   config.run.shape = {prompt_tokens, output_tokens};
@@ -51,7 +51,7 @@ TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   const std::uint32_t output_tokens = 64;
   const auto out = TempDir("agreement");
   std::atomic<bool> stop{false};
-  auto result = analyze::RunBench(LowLoadConfig(server.value()->port(), prompt_tokens, output_tokens, out),
+  auto result = run::RunBench(LowLoadConfig(server.value()->port(), prompt_tokens, output_tokens, out),
                                   stop, [](const std::string&) {}, nullptr);
   ASSERT_TRUE(result.ok()) << result.error().message;
   ASSERT_EQ(result->steps.size(), 1u);
@@ -79,7 +79,7 @@ TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   auto summary = ReadFile(out / "summary.json");
   ASSERT_TRUE(summary.ok());
   const auto j = nlohmann::json::parse(summary.value());
-  EXPECT_EQ(j["schema_version"], analyze::kSummarySchemaVersion);
+  EXPECT_EQ(j["schema_version"], run::kSummarySchemaVersion);
   EXPECT_TRUE(j["target"]["emulated"].get<bool>());
   EXPECT_TRUE(j["prompt_calibration"]["checked"].get<bool>());
   EXPECT_EQ(j["steps"][0]["requests"]["measured"], 20);
@@ -93,7 +93,7 @@ TEST(BenchEmulatorTimingTest, OpenLoopSweepRunsEveryStep) {
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto out = TempDir("sweep");
-  analyze::BenchConfig config = LowLoadConfig(server.value()->port(), 128, 16, out);
+  run::BenchConfig config = LowLoadConfig(server.value()->port(), 128, 16, out);
   config.run.steps.clear();
   for (double rate : {20.0, 40.0}) {
     load::StepSpec step;
@@ -104,7 +104,7 @@ TEST(BenchEmulatorTimingTest, OpenLoopSweepRunsEveryStep) {
   }
   config.run.workers = 2;
   std::atomic<bool> stop{false};
-  auto result = analyze::RunBench(config, stop, [](const std::string&) {}, nullptr);
+  auto result = run::RunBench(config, stop, [](const std::string&) {}, nullptr);
   ASSERT_TRUE(result.ok()) << result.error().message;
   ASSERT_EQ(result->steps.size(), 2u);
   for (const auto& step : result->steps) {
@@ -125,11 +125,11 @@ TEST(BenchEmulatorTest, FiftyThousandTokenPromptAndThirtyTwoThousandTokenAnswer)
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
   const auto out = TempDir("large");
-  analyze::BenchConfig config = LowLoadConfig(server.value()->port(), 50000, 32000, out);
+  run::BenchConfig config = LowLoadConfig(server.value()->port(), 50000, 32000, out);
   config.run.steps.front().limits.requests = 2;
   config.run.steps.front().limits.warmup_requests = 0;
   std::atomic<bool> stop{false};
-  auto result = analyze::RunBench(config, stop, [](const std::string&) {}, nullptr);
+  auto result = run::RunBench(config, stop, [](const std::string&) {}, nullptr);
   ASSERT_TRUE(result.ok()) << result.error().message;
   const analyze::StepAnalysis& step = result->steps.front();
   ASSERT_EQ(step.outcomes.count("ok"), 1u) << step.error_examples.front();

@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/bench.h"
-#include "analyze/simulate.h"
+#include "run/bench.h"
+#include "run/simulate.h"
 #include "emulate/engine_preset.h"
 #include "emulate/server.h"
 #include "support/timing.h"
@@ -59,14 +59,14 @@ load::RunSpec ModerateLoad() {
   return run;
 }
 
-Result<analyze::BenchOutcome> Simulate(const std::filesystem::path& out) {
-  analyze::SimulateConfig config;
+Result<run::BenchOutcome> Simulate(const std::filesystem::path& out) {
+  run::SimulateConfig config;
   config.run = ModerateLoad();
   config.run.target.request.model = "emulated-model";
   config.sim.engine = Preset();
   config.out_dir = out;
   std::atomic<bool> stop{false};
-  return analyze::RunSimulate(config, stop, [](const std::string&) {});
+  return run::RunSimulate(config, stop, [](const std::string&) {});
 }
 
 // The figures of a real-time run that disagree with the simulation by more than 5%, one line each;
@@ -104,13 +104,13 @@ TEST(SimulateAgreementTimingTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad
     emulator.engine = Preset();
     auto server = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(server.ok()) << server.error().message;
-    analyze::BenchConfig bench;
+    run::BenchConfig bench;
     bench.run = ModerateLoad();
     bench.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
     bench.run.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
     bench.out_dir = TempDir("agree_bench");
     std::atomic<bool> stop{false};
-    auto measured = analyze::RunBench(
+    auto measured = run::RunBench(
         bench, stop, [](const std::string&) {}, nullptr);
     ASSERT_TRUE(measured.ok()) << measured.error().message;
     const analyze::StepAnalysis& real = measured->steps.at(0);
@@ -138,7 +138,7 @@ TEST(SimulateAgreementTest, SimulateWritesTheRunFilesMarkedEmulatedAndIsDetermin
   const nlohmann::json summary = nlohmann::json::parse(summary_text);
   EXPECT_EQ(summary["target"]["emulated"], true);
   EXPECT_EQ(summary["target"]["simulated"], true);
-  EXPECT_EQ(summary["schema_version"], analyze::kSummarySchemaVersion);
+  EXPECT_EQ(summary["schema_version"], run::kSummarySchemaVersion);
   EXPECT_EQ(summary["steps"][0]["simulator"]["replicas"][0]["routed"], 125);
 }
 

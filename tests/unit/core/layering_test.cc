@@ -28,7 +28,13 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"qualify", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify"}},
     {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze"}},
     {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
-    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "analyze", "emulate", "cli"}},
+    {"run", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze", "run"}},
+    {"study", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "emulate", "analyze",
+               "run", "study"}},
+    {"report", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "emulate",
+                "analyze", "run", "study", "report"}},
+    {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "analyze", "emulate",
+             "run", "study", "report", "cli"}},
 };
 
 // Files allowed to include Boost (Asio/Beast): they are the only slow translation units.

@@ -1,4 +1,4 @@
-// analyze/bench.h
+// run/bench.h
 //
 // Owns: one `bakeoff bench` run end to end: discover the target (target/discovery.h), refuse
 // lengths the target cannot take, calibrate prompt lengths (target/prompt_calibration.h) and
@@ -26,12 +26,12 @@
 #include "load/runner.h"
 #include "workload/trace.h"
 
-namespace bakeoff::analyze {
+namespace bakeoff::run {
 
 struct BenchConfig {
   load::RunSpec run;           // target, shape, steps, workers, seed
   std::string url;             // as given, for the summary
-  Slo slo;
+  analyze::Slo slo;
   std::filesystem::path out_dir;
   bool calibrate_prompt = true;  // measure how the server counts prompts (tokenize route, usage)
   double prompt_tolerance = 0.05;  // refuse when the checked prompt length is off by more
@@ -40,7 +40,7 @@ struct BenchConfig {
 };
 
 struct BenchOutcome {
-  std::vector<StepAnalysis> steps;
+  std::vector<analyze::StepAnalysis> steps;
   bool emulated = false;        // the target said it is bakeoff's emulated engine
   bool interrupted = false;
   std::filesystem::path summary_path;
@@ -80,4 +80,4 @@ nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& outcome,
                   const JsonlRecordSink& sink);
 
-}  // namespace bakeoff::analyze
+}  // namespace bakeoff::run

@@ -1,4 +1,4 @@
-// analyze/simulate.h
+// run/simulate.h
 //
 // Owns: one `bakeoff simulate` run end to end: the same load steps `bakeoff bench` would run
 // (open loop, closed loop, trace replay with sessions; the same prompts for the same seed, built
@@ -21,19 +21,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/bench.h"
+#include "run/bench.h"
 #include "analyze/slo.h"
 #include "emulate/simulator.h"
 #include "load/runner.h"
 #include "workload/trace.h"
 
-namespace bakeoff::analyze {
+namespace bakeoff::run {
 
 struct SimulateConfig {
   load::RunSpec run;  // steps, shape, seed, and the request template (api, ignore_eos, ...)
   emulate::SimConfig sim;
   std::string preset;  // the engine preset's name and file, for the summary
-  Slo slo;
+  analyze::Slo slo;
   std::filesystem::path out_dir;
   nlohmann::json flags;  // the configuration as given, recorded in summary.json
   std::shared_ptr<const workload::Trace> trace;
@@ -42,4 +42,4 @@ struct SimulateConfig {
 Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,
                                  const std::function<void(const std::string&)>& log);
 
-}  // namespace bakeoff::analyze
+}  // namespace bakeoff::run

@@ -1,5 +1,5 @@
-// analyze/simulate.cc: load steps on the virtual clock (contract in simulate.h).
-#include "analyze/simulate.h"
+// run/simulate.cc: load steps on the virtual clock (contract in simulate.h).
+#include "run/simulate.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "load/request_builder.h"
 #include "target/prompt_calibration.h"
 
-namespace bakeoff::analyze {
+namespace bakeoff::run {
 namespace {
 
 // What the emulated engine's tokenizer makes of a request (emulate/openai_api.h, "Prompt
@@ -268,8 +268,8 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
                     config.run.steps[s].label, config.sim.replicas));
     StepSimulation simulation(calibrated, s, prompts, sink, stop);
     const load::StepResult result = simulation.Run();
-    outcome.steps.push_back(AnalyzeStep(result, config.slo));
-    nlohmann::json step = ToJson(outcome.steps.back());
+    outcome.steps.push_back(analyze::AnalyzeStep(result, config.slo));
+    nlohmann::json step = analyze::ToJson(outcome.steps.back());
     step["simulator"] = {{"replicas", CountersJson(simulation.counters())}};
     steps.push_back(std::move(step));
   }
@@ -292,4 +292,4 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
   return outcome;
 }
 
-}  // namespace bakeoff::analyze
+}  // namespace bakeoff::run

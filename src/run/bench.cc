@@ -1,4 +1,4 @@
-#include "analyze/bench.h"
+#include "run/bench.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "target/discovery.h"
 #include "target/prompt_calibration.h"
 
-namespace bakeoff::analyze {
+namespace bakeoff::run {
 namespace {
 
 std::string IsoTimeNow() {
@@ -216,8 +216,8 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
 
   nlohmann::json steps = nlohmann::json::array();
   for (const load::StepResult& result : results) {
-    const StepAnalysis& step = outcome.steps.emplace_back(AnalyzeStep(result, config.slo));
-    steps.push_back(ToJson(step));
+    const analyze::StepAnalysis& step = outcome.steps.emplace_back(analyze::AnalyzeStep(result, config.slo));
+    steps.push_back(analyze::ToJson(step));
     if (std::optional<double> deviation = step.PromptDeviation();
         deviation && std::abs(*deviation) > config.prompt_tolerance) {
       outcome.notes.push_back(fmt::format(
@@ -245,4 +245,4 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   return outcome;
 }
 
-}  // namespace bakeoff::analyze
+}  // namespace bakeoff::run

@@ -1,0 +1,221 @@
+// report/study_report.cc: report.md and the terminal summary of a study (study_report.h).
+#include "report/study_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace bakeoff::report {
+namespace {
+
+using study::CandidateResult;
+using study::CandidateStatus;
+using study::CandidateVerdict;
+using study::CellStatus;
+using study::StudyResults;
+
+// Markdown table cells hold no pipes or line breaks.
+std::string Cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string Num(double x, const char* unit = "") {
+  if (x < 0) return "-";
+  return fmt::format("{:.3g}{}", x, unit);
+}
+
+std::string Ms(double ms) {
+  if (ms <= 0) return "-";
+  return ms >= 1000 ? fmt::format("{:.2f} s", ms / 1000) : fmt::format("{:.0f} ms", ms);
+}
+
+const CandidateVerdict* VerdictOf(const StudyResults& r, const std::string& name) {
+  for (const CandidateVerdict& v : r.verdict.candidates) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+std::string Banner(const StudyResults& r) {
+  if (!r.verdict.emulated) return "";
+  return r.verdict.simulated
+             ? "EMULATED: the candidates are bakeoff's emulated engine (load phases on the virtual clock, probes "
+               "against the real-time emulator). This exercises the method; it is no conclusion about any real "
+               "engine's performance."
+             : "EMULATED: the candidates are bakeoff's emulated engine. This exercises the method; it is no "
+               "conclusion about any real engine's performance.";
+}
+
+const study::StepFigures* FirstStep(const CandidateResult& c, study::Phase phase) {
+  for (const study::PhaseResult& p : c.phases) {
+    if (p.phase == phase && !p.steps.empty()) return &p.steps.front();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string StudyMarkdown(const StudyResults& r) {
+  const study::Study& s = r.study;
+  std::string md = fmt::format("# Decision record: {}\n\n", s.name);
+  if (std::string banner = Banner(r); !banner.empty()) md += fmt::format("> **{}**\n\n", banner);
+  md += fmt::format("- Study: `study.yaml` (sha256 `{}`)\n", r.study_hash.substr(0, 16));
+  md += fmt::format("- Model: {} ({}{}, {}, {} tokens of context{})\n", s.model.name, s.model.architecture,
+                    s.model.moe ? ", MoE" : "", s.model.quantization, s.model.max_context,
+                    s.model.revision.empty() ? ", revision not pinned" : ", revision " + s.model.revision);
+  md += fmt::format("- Hardware: {}{}{}\n", s.hardware.accelerator,
+                    s.hardware.gpu.empty() ? "" : fmt::format(", {} x {}", s.hardware.gpus, s.hardware.gpu),
+                    s.hardware.price_per_hour > 0
+                        ? fmt::format(", {:.2f} {}/h", s.hardware.price_per_hour, s.hardware.currency)
+                        : "");
+  md += fmt::format("- SLO: ");
+  for (const analyze::SloTerm& t : s.slo.latency.terms) md += t.text + ", ";
+  md += fmt::format("attainment {:.1f}%, availability {:.1f}%", 100 * s.slo.attainment, 100 * s.slo.availability);
+  if (s.slo.cold_start_max) md += fmt::format(", cold start <= {:.0f} s", ToSeconds(*s.slo.cold_start_max));
+  if (s.slo.drain_max) md += fmt::format(", drain <= {:.0f} s", ToSeconds(*s.slo.drain_max));
+  md += fmt::format("\n- Objective: {}\n\n", study::ObjectiveName(s.objective));
+
+  md += "## Verdict\n\n";
+  if (!r.verdict.choice.empty()) {
+    md += fmt::format("**Keep {}**; roll back to **{}**.\n\n", r.verdict.choice,
+                      r.verdict.rollback.empty() ? "(none: no second candidate meets the SLO)" : r.verdict.rollback);
+  } else {
+    md += "**No candidate meets the SLO.**\n\n";
+  }
+  for (const study::Sentence& sentence : r.verdict.rationale) {
+    md += fmt::format("- {}", sentence.text);
+    std::string pointers;
+    for (const std::string& p : sentence.pointers) {
+      if (!p.empty()) pointers += fmt::format("{}`{}`", pointers.empty() ? "" : ", ", p);
+    }
+    md += pointers.empty() ? "\n" : fmt::format(" ({})\n", pointers);
+  }
+  md += "\n| candidate | status | capacity (req/s) | goodput (req/s) | TTFT p99 at capacity | cost/Mtok | rank |\n";
+  md += "|---|---|---|---|---|---|---|\n";
+  for (const CandidateResult& c : r.candidates) {
+    const CandidateVerdict* v = VerdictOf(r, c.name);
+    if (v == nullptr) continue;
+    double ttft = -1;
+    if (const study::CapacitySummary::Point* at = c.capacity.AtCapacity(); at != nullptr && !at->trials.empty()) {
+      ttft = 0;
+      for (const study::StepFigures& t : at->trials) ttft = std::max(ttft, t.ttft_p99_ms);
+    }
+    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", Cell(c.name), c.emulated ? " (emulated)" : "",
+                      study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(ttft),
+                      Num(v->cost_per_million_tokens), v->rank > 0 ? std::to_string(v->rank) : "-");
+  }
+
+  md += "\n## Evidence per SLO clause\n\n";
+  for (const CandidateVerdict& v : r.verdict.candidates) {
+    md += fmt::format("### {}\n\n", v.name);
+    md += fmt::format("Engine: {} {}{}\n\n", v.engine.empty() ? "unknown" : v.engine,
+                      v.version.empty() ? "(version not recorded)" : v.version, v.emulated ? " (emulated)" : "");
+    for (const std::string& reason : v.reasons) md += fmt::format("- {}\n", reason);
+    if (!v.evidence.empty()) {
+      md += "\n| clause | result | observed | threshold | where |\n|---|---|---|---|---|\n";
+      for (const study::EvidenceItem& e : v.evidence) {
+        md += fmt::format("| {} | {} | {} | {:.4g} {} | `{}` |\n", Cell(e.clause), study::CellStatusName(e.status),
+                          Cell(e.text), e.threshold, e.unit, e.pointer.empty() ? "-" : e.pointer);
+      }
+    }
+    for (const std::string& f : v.findings) md += fmt::format("- Finding: {}\n", f);
+    for (const std::string& risk : v.risks) md += fmt::format("- Risk: {}\n", risk);
+    md += "\n";
+  }
+
+  md += "## Hard-constraint gate\n\n| candidate | constraint | result | reason | evidence |\n|---|---|---|---|---|\n";
+  for (const study::GateRow& row : r.gate.rows) {
+    for (const study::GateCell& cell : row.cells) {
+      md += fmt::format("| {} | {} | {} | {} | `{}` |\n", Cell(row.candidate), Cell(cell.constraint),
+                        study::CellStatusName(cell.status), Cell(cell.reason), Cell(cell.evidence));
+    }
+  }
+
+  md += "\n## Workload\n\n";
+  const study::WorkloadFigures& w = r.workload;
+  md += fmt::format("- Source: {}{}\n", w.source, w.synthesized ? " (synthesized)" : "");
+  md += fmt::format("- {} requests at {:.3g} req/s; prompts {:.0f} tokens, answers {:.0f} tokens on average "
+                    "(output/input {:.2f})\n",
+                    w.requests, w.rate_per_s, w.input_tokens_mean, w.output_tokens_mean, w.output_input_ratio);
+  if (w.prefix_reuse >= 0) md += fmt::format("- Prefix reuse: {:.0f}% of prompt tokens\n", 100 * w.prefix_reuse);
+  if (w.peak_to_mean_1s > 0) md += fmt::format("- 1 s peak-to-mean: {:.1f}\n", w.peak_to_mean_1s);
+  if (!w.classification.empty()) md += fmt::format("- Classified as: {}\n", w.classification);
+  md += "- Fingerprint: `fingerprint.json`; the requests: `workload/trace.jsonl`\n";
+
+  md += "\n## Measurements\n\n| candidate | phase | step | requests | attainment | TTFT p50 / p99 | TPOT p50 / p99 | "
+        "output tok/s | records |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const CandidateResult& c : r.candidates) {
+    for (const study::PhaseResult& p : c.phases) {
+      for (const study::StepFigures& f : p.steps) {
+        md += fmt::format("| {} | {} {}{} | {} | {} | {:.1f}% | {} / {} | {} / {} | {:.0f} | `{}` |\n", Cell(c.name),
+                          study::PhaseName(p.phase), p.round + 1, p.simulated ? " (simulated)" : "", Cell(f.label),
+                          f.measured, 100 * f.attainment, Ms(f.ttft_p50_ms), Ms(f.ttft_p99_ms), Ms(f.tpot_p50_ms),
+                          Ms(f.tpot_p99_ms), f.output_tokens_per_s, f.records);
+      }
+    }
+    for (const study::CapacitySummary::Point& p : c.capacity.points) {
+      md += fmt::format("| {} | capacity{} | {:.4g} req/s | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} | {} | {} |\n",
+                        Cell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
+                        p.passed ? "pass" : Cell("fail: " + p.why_not), 100 * p.attainment, 100 * p.attainment_lower,
+                        100 * p.attainment_upper, p.trials.empty() ? "-" : Ms(p.trials.front().ttft_p99_ms),
+                        p.trials.empty() ? "-" : Ms(p.trials.front().tpot_p99_ms),
+                        p.trials.empty() ? "-" : fmt::format("{:.0f}", p.trials.front().output_tokens_per_s),
+                        p.trials.empty() ? "-" : "`" + p.trials.front().records + "`");
+    }
+  }
+
+  md += "\n## Revisit this choice when\n\n";
+  for (const std::string& when : r.verdict.revisit) md += fmt::format("- {}\n", when);
+  md += "\n## The method's common mistakes, checked on this study\n\n";
+  if (r.verdict.mistakes.empty()) md += "None found.\n";
+  for (const study::Mistake& m : r.verdict.mistakes) md += fmt::format("- `{}`: {}\n", m.code, m.message);
+  if (!r.skipped.empty() || !r.resumed.empty()) {
+    md += "\n## Skipped and resumed\n\n";
+    for (const std::string& s2 : r.skipped) md += fmt::format("- skipped {}\n", s2);
+    for (const std::string& s2 : r.resumed) md += fmt::format("- read back from an earlier run: {}\n", s2);
+  }
+  return md;
+}
+
+std::string StudySummaryText(const StudyResults& r) {
+  std::string out;
+  if (std::string banner = Banner(r); !banner.empty()) out += banner + "\n\n";
+  out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n", "candidate", "status", "capacity/s",
+                     "goodput/s", "TTFT p99", "cold start", "rank");
+  for (const CandidateResult& c : r.candidates) {
+    const CandidateVerdict* v = VerdictOf(r, c.name);
+    if (v == nullptr) continue;
+    double ttft = -1;
+    if (const study::CapacitySummary::Point* at = c.capacity.AtCapacity(); at != nullptr && !at->trials.empty()) {
+      ttft = 0;
+      for (const study::StepFigures& t : at->trials) ttft = std::max(ttft, t.ttft_p99_ms);
+    } else if (const study::StepFigures* replay = FirstStep(c, study::Phase::kReplay)) {
+      ttft = replay->ttft_p99_ms;
+    }
+    out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n",
+                       c.name + (c.emulated ? "*" : ""), study::CandidateStatusName(v->status),
+                       Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(ttft),
+                       c.probes.cold_start_s >= 0 ? fmt::format("{:.2f} s", c.probes.cold_start_s) : "-",
+                       v->rank > 0 ? std::to_string(v->rank) : "-");
+  }
+  if (r.verdict.emulated) out += "(* emulated)\n";
+  out += "\n";
+  out += r.verdict.choice.empty() ? "No candidate meets the SLO.\n"
+                                  : fmt::format("Keep {}; roll back to {}.\n", r.verdict.choice,
+                                                r.verdict.rollback.empty() ? "(none)" : r.verdict.rollback);
+  for (const study::Sentence& s : r.verdict.rationale) out += "  - " + s.text + "\n";
+  if (!r.verdict.mistakes.empty()) {
+    out += "Mistakes found in the study itself:\n";
+    for (const study::Mistake& m : r.verdict.mistakes) out += fmt::format("  - {}: {}\n", m.code, m.message);
+  }
+  for (const std::string& s : r.skipped) out += "skipped " + s + "\n";
+  return out;
+}
+
+}  // namespace bakeoff::report

@@ -1,0 +1,46 @@
+// run/load_target.cc: one entry point for a load on a server or on the simulator (load_target.h).
+#include "run/load_target.h"
+
+#include "run/simulate.h"
+#include "target/discovery.h"
+
+namespace bakeoff::run {
+
+Result<BenchOutcome> RunLoadJob(const LoadTarget& target, LoadJob job, const std::atomic<bool>& stop,
+                                const std::function<void(const std::string&)>& log) {
+  if (target.simulated) {
+    SimulateConfig config;
+    config.run = std::move(job.run);
+    config.sim = target.sim;
+    config.preset = target.preset;
+    config.slo = std::move(job.slo);
+    config.out_dir = std::move(job.out_dir);
+    config.flags = std::move(job.flags);
+    config.trace = std::move(job.trace);
+    return RunSimulate(config, stop, log);
+  }
+  BenchConfig config;
+  config.run = std::move(job.run);
+  Result<net::Endpoint> endpoint = net::ParseEndpoint(target.url);
+  if (!endpoint.ok()) return endpoint.error();
+  target::StripApiVersionSuffix(endpoint.value());
+  config.run.target.endpoint = endpoint.value();
+  config.run.target.client = target.client;
+  dialect::GenerationRequest& request = config.run.target.request;
+  if (request.ignore_eos && !target.can_force_length) {
+    request.ignore_eos = false;
+    request.min_tokens.reset();
+  } else if (request.ignore_eos && target.min_tokens_field == nullptr) {
+    request.min_tokens.reset();
+  } else if (request.ignore_eos) {
+    request.min_tokens_field = target.min_tokens_field;
+  }
+  config.url = target.url;
+  config.slo = std::move(job.slo);
+  config.out_dir = std::move(job.out_dir);
+  config.flags = std::move(job.flags);
+  config.trace = std::move(job.trace);
+  return RunBench(std::move(config), stop, log, nullptr);
+}
+
+}  // namespace bakeoff::run

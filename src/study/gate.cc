@@ -1,0 +1,332 @@
+// study/gate.cc: the hard-constraint gate (gate.h).
+#include "study/gate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/yaml_doc.h"
+
+namespace bakeoff::study {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool ContainsNoCase(const std::vector<std::string>& list, std::string_view value) {
+  const std::string v = Lower(value);
+  return std::any_of(list.begin(), list.end(), [&](const std::string& x) { return Lower(x) == v || x == "any"; });
+}
+
+std::string List(const std::vector<std::string>& list) {
+  return list.empty() ? "none" : yaml::JoinNames(std::span<const std::string>(list));
+}
+
+class RowBuilder {
+ public:
+  RowBuilder(GateRow& row, const Catalog* catalog, const CatalogEntry* entry)
+      : row_(row), catalog_(catalog), entry_(entry) {}
+
+  void Add(std::string constraint, CellStatus status, std::string reason, std::string_view field = {}) {
+    std::string evidence = "study";
+    if (entry_ != nullptr && catalog_ != nullptr) {
+      evidence = fmt::format("{}:{}", catalog_->source, field.empty() ? entry_->line : entry_->LineOf(field));
+    }
+    row_.cells.push_back({std::move(constraint), status, std::move(reason), std::move(evidence)});
+  }
+
+ private:
+  GateRow& row_;
+  const Catalog* catalog_;
+  const CatalogEntry* entry_;
+};
+
+// The features a probe can tell, and how.
+struct ProbeAnswer {
+  Feature feature;
+  std::string_view probe;  // the probe that tells
+  std::string_view check;  // its check (empty: the probe's verdict)
+};
+constexpr ProbeAnswer kProbeAnswers[] = {
+    {Feature::kStructuredOutput, "compatibility", "json_schema"},
+    {Feature::kToolCalls, "compatibility", "tools"},
+    {Feature::kLogprobs, "compatibility", "logprobs"},
+    {Feature::kSeed, "compatibility", "determinism"},
+    {Feature::kUsageInStream, "compatibility", "stream_usage"},
+    {Feature::kStreamingCancel, "cancellation", ""},
+};
+
+void GateOneCandidate(const Study& study, const Catalog* catalog, const CandidateSpec& candidate,
+                      const std::map<Layer, int>& layers, GateRow& row) {
+  row.candidate = candidate.name;
+  row.catalog_entry = candidate.catalog;
+  const CatalogEntry* entry = catalog != nullptr && !candidate.catalog.empty() ? catalog->Find(candidate.catalog) : nullptr;
+  RowBuilder add(row, catalog, entry);
+  if (candidate.catalog.empty()) {
+    add.Add("catalog_entry", CellStatus::kUnknown, "the candidate names no catalog entry: nothing is known before probing");
+  } else if (entry == nullptr) {
+    add.Add("catalog_entry", CellStatus::kFail,
+            fmt::format("'{}' is not in the catalog{}", candidate.catalog, catalog ? " (" + catalog->source + ")" : ""));
+    return;
+  } else {
+    add.Add("catalog_entry", CellStatus::kPass, fmt::format("{} {} {}", entry->id, entry->engine, entry->version));
+  }
+  auto unknown = [&](std::string constraint, std::string what) {
+    add.Add(std::move(constraint), CellStatus::kUnknown,
+            entry ? fmt::format("the catalog entry does not say {}", what) : "no catalog entry");
+  };
+  const ModelSpec& m = study.model;
+
+  // Layer: like must be compared with like. The majority layer among the candidates is the study's.
+  if (entry) {
+    Layer majority = Layer::kEngine;
+    int most = -1;
+    for (const auto& [layer, count] : layers) {
+      if (count > most) most = count, majority = layer;
+    }
+    if (entry->layer != majority) {
+      add.Add("layer", CellStatus::kFail,
+              fmt::format("is a {}, the other candidates are {}s: they are not alternatives to each other",
+                          LayerName(entry->layer), LayerName(majority)),
+              "layer");
+    } else {
+      add.Add("layer", CellStatus::kPass, std::string(LayerName(entry->layer)), "layer");
+    }
+  } else {
+    unknown("layer", "its layer");
+  }
+
+  // The emulated engine runs no weights: any architecture, format and precision is "served".
+  if (entry && entry->emulated()) {
+    for (const char* constraint : {"architecture", "weight_format", "quantization", "hardware"}) {
+      add.Add(constraint, CellStatus::kPass, "the emulated engine runs no weights: it serves any model by name");
+    }
+  } else if (!entry || entry->architectures.empty()) {
+    unknown("architecture", "which architectures it serves");
+  } else if (ContainsNoCase(entry->architectures, m.architecture)) {
+    add.Add("architecture", CellStatus::kPass, fmt::format("serves {}", m.architecture), "architectures");
+  } else {
+    add.Add("architecture", CellStatus::kFail,
+            fmt::format("does not serve {} (serves {})", m.architecture, List(entry->architectures)), "architectures");
+  }
+
+  if (!m.weight_format.empty() && !(entry && entry->emulated())) {
+    if (!entry || entry->weight_formats.empty()) {
+      unknown("weight_format", "which weight formats it loads");
+    } else if (ContainsNoCase(entry->weight_formats, m.weight_format)) {
+      add.Add("weight_format", CellStatus::kPass, fmt::format("loads {}", m.weight_format), "weight_formats");
+    } else {
+      add.Add("weight_format", CellStatus::kFail,
+              fmt::format("does not load {} (loads {})", m.weight_format, List(entry->weight_formats)),
+              "weight_formats");
+    }
+  }
+
+  const std::string& accelerator = study.hardware.accelerator;
+  if (entry && entry->emulated()) {
+    // answered above
+  } else if (!entry || entry->quantizations.empty()) {
+    unknown("quantization", "which precisions it runs");
+  } else if (auto it = entry->quantizations.find(accelerator); it == entry->quantizations.end()) {
+    add.Add("quantization", CellStatus::kFail, fmt::format("has no kernels listed for {} at all", accelerator),
+            "quantizations");
+  } else if (ContainsNoCase(it->second, m.quantization)) {
+    add.Add("quantization", CellStatus::kPass, fmt::format("{} on {}", m.quantization, accelerator), "quantizations");
+  } else {
+    add.Add("quantization", CellStatus::kFail,
+            fmt::format("no {} kernels on {} (has {})", m.quantization, accelerator, List(it->second)), "quantizations");
+  }
+
+  if (entry && entry->emulated()) {
+    // answered above
+  } else if (!entry || entry->hardware.empty()) {
+    unknown("hardware", "which hardware it runs on");
+  } else if (ContainsNoCase(entry->hardware, accelerator) ||
+             (!study.hardware.gpu.empty() && ContainsNoCase(entry->hardware, study.hardware.gpu))) {
+    add.Add("hardware", CellStatus::kPass, fmt::format("runs on {}", study.hardware.gpu.empty() ? accelerator : study.hardware.gpu),
+            "hardware");
+  } else {
+    add.Add("hardware", CellStatus::kFail,
+            fmt::format("does not list {} (lists {})", study.hardware.gpu.empty() ? accelerator : study.hardware.gpu,
+                        List(entry->hardware)),
+            "hardware");
+  }
+
+  if (!entry || entry->max_context == 0) {
+    unknown("max_context", "its longest context");
+  } else if (entry->max_context >= m.max_context) {
+    add.Add("max_context", CellStatus::kPass, fmt::format("{} >= {} tokens", entry->max_context, m.max_context),
+            "max_context");
+  } else {
+    add.Add("max_context", CellStatus::kFail,
+            fmt::format("{} tokens, the study needs {}", entry->max_context, m.max_context), "max_context");
+  }
+
+  const Feature api = study.api == "completions" ? Feature::kOpenaiCompletions : Feature::kOpenaiChat;
+  std::vector<Feature> features = {api};
+  for (Feature f : study.required_features) {
+    if (f != api) features.push_back(f);
+  }
+  for (Feature f : features) {
+    const std::string constraint = f == api ? "api" : fmt::format("feature:{}", FeatureName(f));
+    if (!entry || entry->features.empty()) {
+      unknown(constraint, fmt::format("whether it offers {}", FeatureName(f)));
+    } else if (entry->HasFeature(f)) {
+      add.Add(constraint, CellStatus::kPass, fmt::format("offers {}", FeatureName(f)), "features");
+    } else {
+      add.Add(constraint, CellStatus::kFail, fmt::format("does not offer {} (not in its features)", FeatureName(f)),
+              "features");
+    }
+  }
+
+  if (entry && !entry->sunset.empty()) {
+    const std::string today = yaml::FormatIsoDate(std::chrono::duration_cast<std::chrono::days>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count());
+    if (entry->sunset <= today) {
+      add.Add("sunset", CellStatus::kFail, fmt::format("sunset on {} (today {})", entry->sunset, today), "sunset");
+    } else {
+      add.Add("sunset", CellStatus::kPass, fmt::format("supported until {}", entry->sunset), "sunset");
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view CellStatusName(CellStatus status) {
+  switch (status) {
+    case CellStatus::kPass: return "pass";
+    case CellStatus::kFail: return "fail";
+    case CellStatus::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
+bool GateRow::Eliminated() const {
+  return std::any_of(cells.begin(), cells.end(), [](const GateCell& c) { return c.status == CellStatus::kFail; });
+}
+
+std::vector<std::string> GateRow::Failures() const {
+  std::vector<std::string> out;
+  for (const GateCell& c : cells) {
+    if (c.status == CellStatus::kFail) out.push_back(c.constraint + ": " + c.reason);
+  }
+  return out;
+}
+
+std::vector<std::string> GateRow::Risks() const {
+  std::vector<std::string> out;
+  for (const GateCell& c : cells) {
+    if (c.status == CellStatus::kUnknown) out.push_back(c.constraint + ": " + c.reason);
+  }
+  return out;
+}
+
+GateCell* GateRow::Find(std::string_view constraint) {
+  for (GateCell& c : cells) {
+    if (c.constraint == constraint) return &c;
+  }
+  return nullptr;
+}
+
+GateRow* GateTable::Find(std::string_view candidate) {
+  for (GateRow& r : rows) {
+    if (r.candidate == candidate) return &r;
+  }
+  return nullptr;
+}
+
+const GateRow* GateTable::Find(std::string_view candidate) const {
+  return const_cast<GateTable*>(this)->Find(candidate);
+}
+
+GateTable GateOnCatalog(const Study& study, const Catalog* catalog) {
+  std::map<Layer, int> layers;
+  if (catalog != nullptr) {
+    for (const CandidateSpec& c : study.candidates) {
+      if (const CatalogEntry* e = catalog->Find(c.catalog)) ++layers[e->layer];
+    }
+  }
+  GateTable table;
+  for (const CandidateSpec& c : study.candidates) GateOneCandidate(study, catalog, c, layers, table.rows.emplace_back());
+  return table;
+}
+
+void ApplyProbeEvidence(GateRow& row, const qualify::ProbeRun& run, const std::string& probes_json) {
+  auto result_of = [&](std::string_view probe) -> const qualify::ProbeResult* {
+    for (const qualify::ProbeResult& r : run.results) {
+      if (r.name == probe && r.verdict != qualify::Verdict::kNotRun) return &r;
+    }
+    return nullptr;
+  };
+  for (const ProbeAnswer& answer : kProbeAnswers) {
+    GateCell* cell = row.Find(fmt::format("feature:{}", FeatureName(answer.feature)));
+    if (cell == nullptr || cell->status != CellStatus::kUnknown) continue;
+    const qualify::ProbeResult* r = result_of(answer.probe);
+    if (r == nullptr) continue;
+    const std::string evidence = fmt::format("probe {}: {}", answer.probe, probes_json);
+    if (answer.check.empty()) {
+      const bool ok = r->verdict != qualify::Verdict::kFail;
+      *cell = {cell->constraint, ok ? CellStatus::kPass : CellStatus::kFail,
+               fmt::format("the {} probe {}", answer.probe, ok ? "passed" : "failed"), evidence};
+      continue;
+    }
+    for (const qualify::Check& check : r->checks) {
+      if (check.name != answer.check) continue;
+      const bool ok = check.status == qualify::CheckStatus::kPass;
+      *cell = {cell->constraint, ok ? CellStatus::kPass : CellStatus::kFail,
+               fmt::format("{} check {}{}", check.name, qualify::CheckStatusName(check.status),
+                           check.detail.empty() ? "" : ": " + check.detail),
+               evidence};
+    }
+  }
+  std::vector<std::string> disqualifying;
+  for (const qualify::ProbeResult& r : run.results) {
+    for (const qualify::Finding& f : r.findings) {
+      if (f.severity == qualify::Severity::kDisqualifying) disqualifying.push_back(f.code);
+    }
+  }
+  GateCell probes{"probes", CellStatus::kPass, "no probe found a disqualifying problem", "probes: " + probes_json};
+  if (!run.unavailable.empty()) {
+    probes.status = CellStatus::kFail;
+    probes.reason = "could not be brought up: " + run.unavailable;
+  } else if (!disqualifying.empty()) {
+    probes.status = CellStatus::kFail;
+    probes.reason = "disqualified by " + yaml::JoinNames(std::span<const std::string>(disqualifying));
+  } else if (run.NothingRan()) {
+    probes.status = CellStatus::kUnknown;
+    probes.reason = "no probe could run";
+  }
+  if (GateCell* existing = row.Find("probes")) {
+    *existing = std::move(probes);
+  } else {
+    row.cells.push_back(std::move(probes));
+  }
+}
+
+nlohmann::json ToJson(const GateTable& table) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GateRow& r : table.rows) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (const GateCell& c : r.cells) {
+      cells.push_back({{"constraint", c.constraint},
+                       {"status", CellStatusName(c.status)},
+                       {"reason", c.reason},
+                       {"evidence", c.evidence}});
+    }
+    rows.push_back({{"candidate", r.candidate},
+                    {"catalog_entry", r.catalog_entry},
+                    {"eliminated", r.Eliminated()},
+                    {"failures", r.Failures()},
+                    {"risks", r.Risks()},
+                    {"cells", cells}});
+  }
+  return {{"schema_version", 1}, {"candidates", rows}};
+}
+
+}  // namespace bakeoff::study

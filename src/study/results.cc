@@ -1,0 +1,107 @@
+// study/results.cc: the results model's figures and its JSON form (results.h).
+#include "study/results.h"
+
+#include <cmath>
+
+namespace bakeoff::study {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(Phase, {{Phase::kProbes, "probes"},
+                                     {Phase::kSingle, "single"},
+                                     {Phase::kSweep, "sweep"},
+                                     {Phase::kCapacity, "capacity"},
+                                     {Phase::kReplay, "replay"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(CellStatus, {{CellStatus::kUnknown, "unknown"},
+                                          {CellStatus::kPass, "pass"},
+                                          {CellStatus::kFail, "fail"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TermFigure, text, observed_ms, threshold_ms, met)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepFigures, label, records, measured, ok, good, attainment,
+                                                offered_rate_per_s, request_rate_per_s, goodput_per_s,
+                                                output_tokens_per_s, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms,
+                                                tpot_p99_ms, e2e_p50_ms, e2e_p99_ms, mean_prompt_tokens,
+                                                mean_output_tokens, generator_limited, p99_bounded, terms,
+                                                short_ttft_p99_ms, long_ttft_p99_ms, short_count, long_count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseResult, phase, round, steps, error, skipped_reason, interrupted,
+                                                simulated, emulated)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeFinding, code, severity, message)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateCell, constraint, status, reason, evidence)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeSummary, ran, skipped_reason, disqualified, verdicts, findings,
+                                                cold_start_s, drain_s, path, gate_cells)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CapacitySummary::Point, rate_per_s, passed, marginal, why_not,
+                                                attainment, attainment_lower, attainment_upper, availability, trials)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CapacitySummary, ran, skipped_reason, error, bracket, capacity_per_s,
+                                                first_failing_per_s, notes, stopped_reason, points, simulated,
+                                                emulated, path)
+
+StepFigures FiguresOf(const analyze::StepAnalysis& s, std::string records) {
+  StepFigures f;
+  f.label = s.label;
+  f.records = std::move(records);
+  f.measured = s.measured_requests;
+  f.ok = s.ok_requests;
+  f.good = s.good_requests;
+  f.attainment = s.slo_attainment;
+  f.offered_rate_per_s = s.offered_rate_per_s;
+  f.request_rate_per_s = s.request_rate_per_s;
+  f.goodput_per_s = s.goodput_per_s;
+  f.output_tokens_per_s = s.output_tokens_per_s;
+  f.ttft_p50_ms = s.ttft_ms.p50.value;
+  f.ttft_p99_ms = s.ttft_ms.p99.value;
+  f.tpot_p50_ms = s.tpot_ms.p50.value;
+  f.tpot_p99_ms = s.tpot_ms.p99.value;
+  f.e2e_p50_ms = s.e2e_ms.p50.value;
+  f.e2e_p99_ms = s.e2e_ms.p99.value;
+  f.mean_prompt_tokens = s.prompt_tokens.mean;
+  f.mean_output_tokens = s.output_tokens.mean;
+  f.generator_limited = s.generator_limited;
+  f.p99_bounded = s.ttft_ms.p99.bounded;
+  for (const analyze::SloResult& r : s.slo) {
+    f.terms.push_back({r.term.text, r.observed_ms, r.term.threshold_ms, r.met});
+  }
+  return f;
+}
+
+const CapacitySummary::Point* CapacitySummary::AtCapacity() const {
+  if (capacity_per_s < 0) return nullptr;
+  for (const Point& p : points) {
+    if (p.rate_per_s == capacity_per_s) return &p;
+  }
+  return nullptr;
+}
+
+CapacitySummary SummarizeCapacity(const analyze::CapacityResult& r,
+                                  const std::vector<std::vector<StepFigures>>& trials_per_point) {
+  CapacitySummary c;
+  c.ran = true;
+  c.bracket = analyze::BracketName(r.bracket);
+  c.capacity_per_s = r.capacity_per_s.value_or(-1);
+  c.first_failing_per_s = r.first_failing_per_s.value_or(-1);
+  c.notes = r.notes;
+  c.stopped_reason = r.stopped_reason;
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const analyze::RatePoint& p = r.points[i];
+    CapacitySummary::Point point{p.rate_per_s,
+                                 p.passed,
+                                 p.marginal,
+                                 p.why_not,
+                                 p.attainment.value,
+                                 p.attainment.lower,
+                                 p.attainment.upper,
+                                 p.availability.value,
+                                 i < trials_per_point.size() ? trials_per_point[i] : std::vector<StepFigures>{}};
+    c.points.push_back(std::move(point));
+  }
+  return c;
+}
+
+nlohmann::json ToJson(const StepFigures& f) { return f; }
+StepFigures StepFiguresFromJson(const nlohmann::json& j) { return j.get<StepFigures>(); }
+nlohmann::json ToJson(const PhaseResult& p) { return p; }
+PhaseResult PhaseResultFromJson(const nlohmann::json& j) { return j.get<PhaseResult>(); }
+nlohmann::json ToJson(const ProbeSummary& p) { return p; }
+ProbeSummary ProbeSummaryFromJson(const nlohmann::json& j) { return j.get<ProbeSummary>(); }
+nlohmann::json ToJson(const CapacitySummary& c) { return c; }
+CapacitySummary CapacitySummaryFromJson(const nlohmann::json& j) { return j.get<CapacitySummary>(); }
+nlohmann::json ToJson(const GateCell& c) { return c; }
+GateCell GateCellFromJson(const nlohmann::json& j) { return j.get<GateCell>(); }
+
+}  // namespace bakeoff::study

@@ -1,0 +1,102 @@
+// The capacity search against the simulator, on an engine whose capacity can be computed: one
+// sequence at a time, no noise, so a request takes the same service time S alone, and constant
+// arrivals queue without bound exactly when they come faster than 1/S. With an end-to-end SLO of
+// 1.5 S the boundary is 1/S; the search must bracket it within its stated precision.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "analyze/capacity_search.h"
+#include "run/load_target.h"
+
+namespace bakeoff::run {
+namespace {
+
+emulate::EngineConfig OneAtATime() {
+  emulate::EngineConfig e;
+  e.name = "one-at-a-time";
+  e.max_num_seqs = 1;
+  e.max_batched_tokens = 4096;
+  e.max_model_len = 4096;
+  e.chunked_prefill = false;
+  e.kv.prefix_caching = emulate::PrefixCaching::kNone;
+  e.cost.base_ms = 10;
+  e.cost.prefill_ms_per_token = 0;  // prompts differ by a few tokens; S must not
+  e.cost.decode_ms_per_seq = 0;
+  e.cost.kv_ms_per_1k_tokens = 0;
+  return e;
+}
+
+LoadJob Job(double rate, std::uint64_t requests, const analyze::Slo& slo, const std::filesystem::path& out) {
+  LoadJob job;
+  job.run.target.request.model = "emulated-model";
+  job.run.target.request.ignore_eos = true;
+  job.run.shape = {.prompt_tokens = 200, .output_tokens = 16};
+  load::StepSpec step;
+  step.mode = load::LoopMode::kOpen;
+  step.open.rate_per_s = rate;
+  step.open.process = load::ArrivalProcess::kConstant;
+  step.limits.requests = requests;
+  step.label = "rate";
+  job.run.steps = {step};
+  job.slo = slo;
+  job.run.slo = slo.RequestThresholds();
+  job.out_dir = out;
+  return job;
+}
+
+class CapacitySimulatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("bakeoff_capacity_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    target_.simulated = true;
+    target_.sim.engine = OneAtATime();
+    target_.preset = "one-at-a-time";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+  LoadTarget target_;
+  const std::atomic<bool> stop_{false};
+};
+
+TEST_F(CapacitySimulatorTest, FindsOneOverTheServiceTimeWithinThePrecision) {
+  // S: one request alone, well below any queueing.
+  Result<BenchOutcome> alone = RunLoadJob(target_, Job(0.2, 5, {}, dir_ / "alone"), stop_, [](const std::string&) {});
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  const double service_ms = alone->steps.at(0).e2e_ms.max;
+  ASSERT_GT(service_ms, 0);
+  EXPECT_NEAR(alone->steps.at(0).e2e_ms.min, service_ms, 1e-6) << "no noise: every request alone takes S";
+  const double truth = 1000 / service_ms;
+
+  Result<analyze::Slo> slo = analyze::ParseSlo(fmt::format("e2e_p99={}ms", 1.5 * service_ms));
+  ASSERT_TRUE(slo.ok()) << slo.error().message;
+  analyze::CapacitySearchOptions o;
+  o.start_rate_per_s = 0.5;
+  o.precision = 0.05;
+  o.repeats = 1;
+  o.target_attainment = 0.9;
+  o.max_points = 30;
+  int n = 0;
+  auto measure = [&](double rate, std::uint32_t repeat) -> Result<analyze::RateTrial> {
+    Result<BenchOutcome> r = RunLoadJob(target_, Job(rate, 400, slo.value(), dir_ / std::to_string(n++)), stop_,
+                                        [](const std::string&) {});
+    if (!r.ok()) return r.error();
+    return analyze::TrialFromStep(r->steps.at(0), rate, repeat);
+  };
+  const analyze::CapacityResult found = analyze::SearchCapacity(o, measure, stop_);
+  ASSERT_EQ(found.bracket, analyze::Bracket::kBracketed) << found.stopped_reason;
+  // The bracket holds the truth (to the simulator's microsecond arithmetic) and is as narrow as asked.
+  EXPECT_LE(*found.capacity_per_s, truth * 1.002) << "truth " << truth;
+  EXPECT_GE(*found.first_failing_per_s, truth * 0.998) << "truth " << truth;
+  EXPECT_LE(*found.first_failing_per_s / *found.capacity_per_s, 1.05 + 1e-9);
+}
+
+}  // namespace
+}  // namespace bakeoff::run

@@ -1,0 +1,154 @@
+// The hard-constraint gate on constructed cases: eliminated by quantization support, by layer, by
+// a probe's finding; unknowns kept as risks; a probe answering what the catalog did not know.
+#include "study/gate.h"
+
+#include <gtest/gtest.h>
+
+namespace bakeoff::study {
+namespace {
+
+const char* kCatalog = R"(runtimes:
+  - id: fast-bf16
+    engine: vllm
+    version: 0.6.3
+    layer: engine
+    architectures: [LlamaForCausalLM]
+    quantizations: {nvidia: [bf16, fp8]}
+    hardware: [nvidia]
+    features: [streaming, openai_chat, prefix_caching]
+    max_context: 32768
+  - id: fp8-only
+    engine: trtllm
+    version: 1.0.0
+    layer: engine
+    architectures: [LlamaForCausalLM]
+    quantizations: {nvidia: [fp8]}
+    hardware: [nvidia]
+    features: [streaming, openai_chat, prefix_caching]
+    max_context: 32768
+  - id: gguf-file
+    engine: llamacpp
+    version: b4748
+    layer: weight-format
+    architectures: [LlamaForCausalLM]
+    quantizations: {nvidia: [bf16]}
+    hardware: [nvidia]
+    features: [streaming, openai_chat, prefix_caching]
+    max_context: 32768
+  - id: vague
+    engine: sglang
+    version: 0.4.0
+    layer: engine
+    architectures: [LlamaForCausalLM]
+    quantizations: {nvidia: [bf16]}
+    hardware: [nvidia]
+    features: [streaming, openai_chat, prefix_caching]
+)";
+
+Study StudyWith(const std::vector<std::pair<std::string, std::string>>& candidates, const std::string& extra = "") {
+  std::string text = R"(name: gate
+model: {name: m, architecture: LlamaForCausalLM, quantization: bf16, max_context: 8192}
+hardware: {accelerator: nvidia, gpu: H100, gpus: 1}
+traffic: {shape: s.yaml}
+slo: {latency: {ttft_p99: 1s}}
+catalog: catalog.yaml
+)" + extra + "candidates:\n";
+  for (const auto& [name, entry] : candidates) {
+    text += "  - {name: " + name + ", catalog: " + entry + ", url: 'http://127.0.0.1:1'}\n";
+  }
+  Result<Study> s = ParseStudy(text, "gate.yaml");
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? s.value() : Study{};
+}
+
+Catalog TestCatalog() {
+  Result<Catalog> c = ParseCatalog(kCatalog, "cat.yaml");
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  return c.ok() ? c.value() : Catalog{};
+}
+
+TEST(GateTest, EliminatesACandidateWithoutKernelsForTheStudysPrecision) {
+  const Catalog catalog = TestCatalog();
+  const GateTable t = GateOnCatalog(StudyWith({{"a", "fast-bf16"}, {"b", "fp8-only"}}), &catalog);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_FALSE(t.rows[0].Eliminated()) << t.rows[0].Failures().size();
+  ASSERT_TRUE(t.rows[1].Eliminated());
+  const GateCell* q = const_cast<GateRow&>(t.rows[1]).Find("quantization");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->status, CellStatus::kFail);
+  EXPECT_NE(q->reason.find("no bf16 kernels on nvidia (has fp8)"), std::string::npos) << q->reason;
+  EXPECT_EQ(q->evidence, "cat.yaml:16");  // the line of fp8-only's quantizations
+}
+
+TEST(GateTest, RefusesACandidateOnAnotherLayer) {
+  const Catalog catalog = TestCatalog();
+  const GateTable t =
+      GateOnCatalog(StudyWith({{"a", "fast-bf16"}, {"b", "fp8-only"}, {"c", "gguf-file"}}), &catalog);
+  ASSERT_TRUE(t.rows[2].Eliminated());
+  EXPECT_NE(t.rows[2].Failures().at(0).find("is a weight-format, the other candidates are engines"),
+            std::string::npos)
+      << t.rows[2].Failures().at(0);
+}
+
+TEST(GateTest, WhatTheCatalogDoesNotSayIsARiskNotAFailure) {
+  const Catalog catalog = TestCatalog();
+  const GateTable t = GateOnCatalog(StudyWith({{"v", "vague"}}), &catalog);
+  EXPECT_FALSE(t.rows[0].Eliminated());
+  ASSERT_EQ(t.rows[0].Risks().size(), 1u);
+  EXPECT_NE(t.rows[0].Risks()[0].find("max_context"), std::string::npos);
+}
+
+TEST(GateTest, AMissingEntryOrFeatureFails) {
+  const Catalog catalog = TestCatalog();
+  GateTable t = GateOnCatalog(StudyWith({{"x", "no-such-entry"}}), &catalog);
+  EXPECT_TRUE(t.rows[0].Eliminated());
+  t = GateOnCatalog(StudyWith({{"a", "fast-bf16"}}, "requires: {features: [multi_lora]}\n"), &catalog);
+  ASSERT_TRUE(t.rows[0].Eliminated());
+  EXPECT_NE(t.rows[0].Failures()[0].find("feature:multi_lora"), std::string::npos);
+}
+
+TEST(GateTest, ProbesAnswerUnknownsAndDisqualify) {
+  // No catalog entry: every catalog cell is unknown, and structured output is a required feature.
+  const Study study = [] {
+    Result<Study> s = ParseStudy(R"(name: p
+model: {name: m, architecture: llama, quantization: bf16, max_context: 4096}
+hardware: {accelerator: cpu}
+traffic: {shape: s.yaml}
+slo: {latency: {ttft_p99: 1s}}
+requires: {features: [structured_output, streaming_cancel]}
+candidates:
+  - {name: a, url: 'http://127.0.0.1:1'}
+)",
+                                 "p.yaml");
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.value();
+  }();
+  GateTable t = GateOnCatalog(study, nullptr);
+  GateRow& row = t.rows[0];
+  EXPECT_FALSE(row.Eliminated());
+  EXPECT_EQ(row.Find("feature:structured_output")->status, CellStatus::kUnknown);
+
+  qualify::ProbeRun run;
+  qualify::ProbeResult compat;
+  compat.name = "compatibility";
+  compat.AddCheck("json_schema", qualify::CheckStatus::kPass, "valid against the schema");
+  compat.Conclude();
+  qualify::ProbeResult cancel;
+  cancel.name = "cancellation";
+  cancel.Find(qualify::Severity::kDisqualifying, "cancellation.keeps_generating_after_decode_cancel",
+              "the running gauge stayed up 3.3 s");
+  cancel.Conclude();
+  run.results = {compat, cancel};
+  ApplyProbeEvidence(row, run, "candidates/a/probes/probes.json");
+  EXPECT_EQ(row.Find("feature:structured_output")->status, CellStatus::kPass);
+  EXPECT_EQ(row.Find("feature:streaming_cancel")->status, CellStatus::kFail);
+  ASSERT_NE(row.Find("probes"), nullptr);
+  EXPECT_EQ(row.Find("probes")->status, CellStatus::kFail);
+  EXPECT_NE(row.Find("probes")->reason.find("keeps_generating_after_decode_cancel"), std::string::npos);
+  EXPECT_TRUE(row.Eliminated());
+  const nlohmann::json j = ToJson(t);
+  EXPECT_EQ(j["candidates"][0]["eliminated"], true);
+}
+
+}  // namespace
+}  // namespace bakeoff::study

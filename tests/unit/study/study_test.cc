@@ -1,0 +1,103 @@
+// The study file: the demo study reads whole; every mistake of a wrong one is named at once.
+#include "study/study.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace bakeoff::study {
+namespace {
+
+const std::string kMinimal = R"(name: minimal
+model: {name: m, architecture: llama, quantization: bf16, max_context: 4096}
+hardware: {accelerator: cpu}
+traffic: {shape: shape.yaml}
+slo:
+  latency: {ttft_p99: 2s}
+candidates:
+  - name: a
+    url: http://127.0.0.1:8000
+)";
+
+TEST(StudyTest, TheDemoStudyReadsWhole) {
+  Result<Study> s = LoadStudy(std::string(BAKEOFF_SOURCE_DIR) + "/examples/demo/study.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->candidates.size(), 5u);
+  EXPECT_EQ(s->model.max_context, 8192u);
+  EXPECT_EQ(s->slo.latency.terms.size(), 2u);
+  EXPECT_EQ(s->required_features.size(), 3u);
+  EXPECT_EQ(s->objective, Objective::kMaxGoodputPerCost);
+  EXPECT_EQ(s->budget, std::chrono::minutes(4));
+  EXPECT_EQ(s->traffic.source, TrafficSource::kShape);
+  EXPECT_EQ(s->traffic.file.filename(), "workload.yaml");
+  EXPECT_EQ(s->catalog.filename(), "catalog.yaml");
+  // A preset given as a file is the study's; a bare name is the presets folder's.
+  EXPECT_EQ(s->candidates[2].preset, (std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/demo/paged-no-cache.yaml").string());
+  EXPECT_EQ(s->candidates[0].preset, "radix-lpm");
+  EXPECT_EQ(s->candidates[3].emulator_flags, std::vector<std::string>{"--fault-health-lies"});
+  EXPECT_TRUE(s->Runs(Phase::kCapacity));
+}
+
+TEST(StudyTest, AMinimalStudyTakesTheDefaults) {
+  Result<Study> s = ParseStudy(kMinimal, "minimal.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->candidates.at(0).kind, CandidateKind::kUrl);
+  EXPECT_EQ(s->plan.phases.size(), AllPhases().size());
+  EXPECT_EQ(s->api, "chat");
+  EXPECT_DOUBLE_EQ(s->slo.attainment, 0.99);
+}
+
+TEST(StudyTest, EveryMistakeIsNamedAtOnceWithItsLine) {
+  const std::string wrong = R"(name: wrong
+task: chatt
+model: {name: m, architecture: llama, quantization: bf16, max_context: -4}
+hardware: {accelerator: cpu}
+traffic: {shape: shape.yaml, trace: t.jsonl}
+slo:
+  latency: {ttft_p99: 2parsecs, tpot_p42: 10ms}
+  attainment: 2
+requires: {features: [streaming, telepathy]}
+candidates:
+  - name: a
+    url: http://127.0.0.1:8000
+    emulated: {preset: radix-lpm}
+  - name: a
+    launch: {command: "server --port 9"}
+plan:
+  phases: [probes, warp]
+  probes: [readyness]
+objective: fastest
+budgett: 10min
+)";
+  Result<Study> s = ParseStudy(wrong, "wrong.yaml");
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message;
+  for (const char* expected :
+       {"wrong.yaml:2: task:", "wrong.yaml:3: model.max_context:", "wrong.yaml:5: traffic", "only one of trace",
+        "wrong.yaml:7: slo.latency.ttft_p99:", "slo.latency.tpot_p42", "wrong.yaml:8: slo.attainment:",
+        "telepathy", "only one of url, launch or emulated", "'a' is already a candidate's name",
+        "candidates[1].launch.port: missing", "unknown phase 'warp'", "did you mean readiness?",
+        "wrong.yaml:19: objective:", "wrong.yaml:20: budgett: unknown key; did you mean budget?"}) {
+    EXPECT_NE(m.find(expected), std::string::npos) << "missing: " << expected << "\n" << m;
+  }
+}
+
+TEST(StudyTest, CrossFieldRulesNameTheFieldToChange) {
+  std::string text = kMinimal + "objective: min_cost_per_token\n";
+  Result<Study> s = ParseStudy(text, "cost.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("hardware.price_per_hour"), std::string::npos) << s.error().message;
+  text = kMinimal + "    catalog: vllm-0.6\n";
+  s = ParseStudy(text, "catalog.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("needs `catalog: FILE`"), std::string::npos) << s.error().message;
+}
+
+TEST(StudyTest, AnEmptyOrNonMappingFileIsRefusedPlainly) {
+  EXPECT_NE(ParseStudy("", "e.yaml").error().message.find("e.yaml:1: empty study"), std::string::npos);
+  EXPECT_NE(ParseStudy("- a\n- b\n", "l.yaml").error().message.find("expected a mapping"), std::string::npos);
+  EXPECT_FALSE(ParseStudy(",", "comma.yaml").ok());  // yaml-cpp 0.7 would never return on this
+}
+
+}  // namespace
+}  // namespace bakeoff::study
