@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <memory>
 
 #include "cli/cli.h"
@@ -60,6 +61,7 @@ int RunStudyCommand(const RunFlags& flags) {
   }
   fmt::print("study {}: {} candidates, budget {:.0f} s, bundle {}\n", s.name, s.candidates.size(), ToSeconds(s.budget),
              options.out_dir.string());
+  std::fflush(stdout);  // before the progress lines on stderr
   StopSignals stop;
   stop.OnImmediateExit(target::KillEveryLaunchedGroup);
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff run: {}\n", line); };

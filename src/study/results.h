@@ -113,6 +113,9 @@ struct CandidateResult {
   bool emulated = false;
   bool eliminated = false;  // at the gate (catalog or probes)
   std::string failed;       // failed mid-study: what happened
+  // Where this candidate could not be given the same work as the others (e.g. no forced output
+  // length): every comparison with it is flagged.
+  std::vector<std::string> unequal_work;
   ProbeSummary probes;
   std::vector<PhaseResult> phases;
   CapacitySummary capacity;

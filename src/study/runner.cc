@@ -205,6 +205,14 @@ void HeadOfLine(const fs::path& records, StepFigures& f) {
   f.long_count = longs.size();
 }
 
+// Arrivals per second over the first `n` requests of a trace (0 when they all arrive at once).
+double WindowRate(const workload::Trace& trace, std::uint64_t n) {
+  n = std::min<std::uint64_t>(n, trace.requests.size());
+  if (n < 2) return 0;
+  const double span = trace.requests[n - 1].arrival_s - trace.requests[0].arrival_s;
+  return span > 0 ? static_cast<double>(n - 1) / span : 0;
+}
+
 class StudyRunner {
  public:
   StudyRunner(const Study& study, const StudyRunOptions& options, const std::atomic<bool>& stop,
@@ -666,6 +674,13 @@ class StudyRunner {
     }
     if (const target::EngineAdapter* adapter = target::FindAdapter(results_.candidates[i].engine); adapter != nullptr) {
       t.can_force_length = !adapter->request.ignore_eos.empty();
+      CandidateResult& c = results_.candidates[i];
+      const std::string note = fmt::format("{} cannot force an output length (no ignore_eos): its answers may end "
+                                           "early, so it may do less work than the others",
+                                           adapter->display_name);
+      if (!t.can_force_length && std::find(c.unequal_work.begin(), c.unequal_work.end(), note) == c.unequal_work.end()) {
+        c.unequal_work.push_back(note);
+      }
       t.min_tokens_field = adapter->request.min_tokens.empty() ? nullptr : adapter->request.min_tokens.data();
     }
     return t;
@@ -838,7 +853,12 @@ class StudyRunner {
       c.failed = st.error().message;
       return;
     }
-    const double workload_rate = results_.workload.rate_per_s > 0 ? results_.workload.rate_per_s : 1;
+    // A trial replays the workload's first requests, scaled in time so that they arrive at the rate
+    // asked: the scale comes from those requests' own span, not the whole workload's mean (a
+    // bursty workload's first minutes are not its average).
+    const std::uint64_t warmup = std::max<std::uint64_t>(1, study_.plan.step_requests / 10);
+    const double window_rate = WindowRate(*trace_, warmup + study_.plan.step_requests);
+    const double workload_rate = window_rate > 0 ? window_rate : std::max(results_.workload.rate_per_s, 1e-9);
     std::map<double, std::vector<StepFigures>> trials;
     log_(fmt::format("{}: capacity search from {:.3g} req/s{}", study_.candidates[i].name, o.start_rate_per_s,
                      target->simulated ? " on the virtual clock" : ""));
@@ -854,7 +874,7 @@ class StudyRunner {
       s.trace = trace_.get();
       s.time_scale = workload_rate / rate;
       s.limits.requests = study_.plan.step_requests;
-      s.limits.warmup_requests = std::max<std::uint64_t>(1, study_.plan.step_requests / 10);
+      s.limits.warmup_requests = warmup;
       s.label = fmt::format("rate={:.4g}/s", rate);
       job.run.steps = {s};
       Result<run::BenchOutcome> outcome = run::RunLoadJob(repeat_target, std::move(job), halt_.flag(), Quiet());

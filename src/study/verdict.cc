@@ -72,6 +72,7 @@ class CandidateJudge {
       v_.status = CandidateStatus::kMeetsSlo;
     }
     SetObjective();
+    v_.ttft_p99_ms = ttft_p99_ms_ > 0 ? ttft_p99_ms_ : -1;
     return v_;
   }
 
@@ -117,16 +118,22 @@ class CandidateJudge {
            fmt::format("{:.2f}% of requests completed at {:.3g} req/s", 100 * capacity_point_->availability,
                        capacity_point_->rate_per_s),
            pointer});
-      const double goodput = MeanOver(capacity_point_->trials, &StepFigures::goodput_per_s);
+      // Sustained goodput: the offered rate times the share of requests that met the SLO. (Good
+      // requests over a short step's wall time would count its drain as if it were load.)
+      const double goodput = capacity_point_->rate_per_s * capacity_point_->attainment;
       v_.capacity_per_s = cap.capacity_per_s;
       v_.goodput_per_s = goodput;
-      output_tokens_per_s_ = MeanOver(capacity_point_->trials, &StepFigures::output_tokens_per_s);
-      ttft_p99_ms_ = MeanOver(capacity_point_->trials, &StepFigures::ttft_p99_ms);
+      // Output tokens per second sustained at that rate, by the same reasoning.
+      output_tokens_per_s_ = capacity_point_->rate_per_s * capacity_point_->availability *
+                             MeanOver(capacity_point_->trials, &StepFigures::mean_output_tokens);
+      ttft_p99_ms_ = 0;
+      for (const StepFigures& t : capacity_point_->trials) ttft_p99_ms_ = std::max(ttft_p99_ms_, t.ttft_p99_ms);
       objective_pointer_ = pointer;
       if (slo.min_goodput_per_s > 0) {
         Add({"min_goodput", goodput >= slo.min_goodput_per_s ? CellStatus::kPass : CellStatus::kFail, goodput,
              slo.min_goodput_per_s, "req/s",
-             fmt::format("goodput {:.3g} req/s at capacity against a floor of {:.3g}", goodput, slo.min_goodput_per_s),
+             fmt::format("goodput {:.3g} req/s at capacity (offered rate x attainment) against a floor of {:.3g}",
+                         goodput, slo.min_goodput_per_s),
              pointer});
       }
       return;
@@ -259,9 +266,28 @@ void Rank(const Study& study, Verdict& verdict) {
     if (c.status == CandidateStatus::kMeetsSlo && c.has_objective) ranked.push_back(&c);
   }
   const bool higher = HigherIsBetter(study.objective);
+  // Objective values closer than the capacity search's precision are a tie: the search cannot
+  // tell them apart, so the lower TTFT p99 decides.
+  const double precision = study.plan.capacity_precision;
+  auto tied = [&](const CandidateVerdict* a, const CandidateVerdict* b) {
+    const double scale = std::max(std::abs(a->objective), std::abs(b->objective));
+    return scale == 0 || std::abs(a->objective - b->objective) <= precision * scale;
+  };
   std::stable_sort(ranked.begin(), ranked.end(), [&](const CandidateVerdict* a, const CandidateVerdict* b) {
     return higher ? a->objective > b->objective : a->objective < b->objective;
   });
+  // Within each run of ties with the leader, the lower TTFT p99 first.
+  if (ranked.size() > 1 && tied(ranked[0], ranked[1])) {
+    std::size_t end = 1;
+    while (end < ranked.size() && tied(ranked[0], ranked[end])) ++end;
+    std::stable_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(end),
+                     [](const CandidateVerdict* a, const CandidateVerdict* b) {
+                       const double ta = a->ttft_p99_ms < 0 ? 1e300 : a->ttft_p99_ms;
+                       const double tb = b->ttft_p99_ms < 0 ? 1e300 : b->ttft_p99_ms;
+                       return ta < tb;
+                     });
+    verdict.tied = true;
+  }
   for (std::size_t i = 0; i < ranked.size(); ++i) ranked[i]->rank = static_cast<int>(i + 1);
   if (!ranked.empty()) verdict.choice = ranked[0]->name;
   if (ranked.size() > 1) verdict.rollback = ranked[1]->name;
@@ -308,6 +334,15 @@ void WriteRationale(const Study& study, Verdict& v) {
   } else {
     v.rationale.push_back({"No candidate meets every SLO clause: keep what runs today, or relax the SLO knowingly.",
                            {"verdict.json#/candidates"}});
+  }
+  if (const CandidateVerdict* rollback = Named(v, v.rollback); rollback != nullptr && v.tied) {
+    const CandidateVerdict* choice = Named(v, v.choice);
+    v.rationale.push_back({fmt::format("{} and {} are within the capacity search's precision ({:.0f}%) of each other "
+                                       "on {}; the lower TTFT p99 at capacity decided ({} against {}).",
+                                       choice->name, rollback->name, 100 * study.plan.capacity_precision,
+                                       ObjectiveName(study.objective), Ms(choice->ttft_p99_ms), Ms(rollback->ttft_p99_ms)),
+                           {Pointers(*choice).empty() ? "" : Pointers(*choice)[0],
+                            Pointers(*rollback).empty() ? "" : Pointers(*rollback)[0]}});
   }
   if (const CandidateVerdict* rollback = Named(v, v.rollback)) {
     v.rationale.push_back({fmt::format("Roll back to {}: it also meets the SLO ({}).", rollback->name, ObjectiveText(*rollback)),
@@ -382,7 +417,8 @@ void WriteRevisit(const Study& study, const WorkloadFigures& w, Verdict& v) {
   }
 }
 
-void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable& gate, Verdict& v) {
+void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable& gate,
+                   const std::vector<CandidateResult>& candidates, Verdict& v) {
   if (w.lengths_fixed) {
     v.mistakes.push_back({"fixed_length_traffic",
                           "every request has the same prompt and answer length: real traffic mixes lengths, and "
@@ -400,6 +436,9 @@ void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable
                                                                 "this result cannot be tied to a build",
                                                                 c.name)});
     }
+  }
+  for (const CandidateResult& c : candidates) {
+    for (const std::string& note : c.unequal_work) v.mistakes.push_back({"unequal_work", c.name + ": " + note});
   }
   for (const GateRow& row : gate.rows) {
     for (const GateCell& cell : row.cells) {
@@ -448,7 +487,7 @@ Verdict Decide(const Study& study, const WorkloadFigures& workload, const GateTa
   Rank(study, v);
   WriteRationale(study, v);
   WriteRevisit(study, workload, v);
-  CheckMistakes(study, workload, gate, v);
+  CheckMistakes(study, workload, gate, candidates, v);
   return v;
 }
 
@@ -476,6 +515,7 @@ nlohmann::json ToJson(const Verdict& v) {
                           {"objective_unit", c.objective_unit},
                           {"capacity_per_s", c.capacity_per_s >= 0 ? nlohmann::json(c.capacity_per_s) : nlohmann::json()},
                           {"goodput_per_s", c.goodput_per_s >= 0 ? nlohmann::json(c.goodput_per_s) : nlohmann::json()},
+                          {"ttft_p99_ms", c.ttft_p99_ms >= 0 ? nlohmann::json(c.ttft_p99_ms) : nlohmann::json()},
                           {"cost_per_million_tokens",
                            c.cost_per_million_tokens >= 0 ? nlohmann::json(c.cost_per_million_tokens) : nlohmann::json()},
                           {"reasons", c.reasons},
@@ -492,6 +532,7 @@ nlohmann::json ToJson(const Verdict& v) {
           {"objective", v.objective},
           {"choice", v.choice.empty() ? nlohmann::json() : nlohmann::json(v.choice)},
           {"rollback", v.rollback.empty() ? nlohmann::json() : nlohmann::json(v.rollback)},
+          {"tied", v.tied},
           {"rationale", rationale},
           {"revisit_when", v.revisit},
           {"mistakes", mistakes},

@@ -49,6 +49,7 @@ struct CandidateVerdict {
   double capacity_per_s = -1;
   double goodput_per_s = -1;
   double cost_per_million_tokens = -1;
+  double ttft_p99_ms = -1;  // at capacity (worst repeat), else on the replay
   std::string engine, version;
   bool emulated = false;
 };
@@ -68,6 +69,9 @@ struct Verdict {
   std::vector<CandidateVerdict> candidates;  // the study's order
   std::string choice;    // empty: no candidate meets the SLO
   std::string rollback;  // empty: no second candidate meets it
+  // The choice and the rollback are within the capacity search's precision of each other on the
+  // objective, so the lower TTFT p99 decided between them.
+  bool tied = false;
   std::vector<Sentence> rationale;
   std::vector<std::string> revisit;
   std::vector<Mistake> mistakes;

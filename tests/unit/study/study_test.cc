@@ -34,7 +34,7 @@ TEST(StudyTest, TheDemoStudyReadsWhole) {
   // A preset given as a file is the study's; a bare name is the presets folder's.
   EXPECT_EQ(s->candidates[2].preset, (std::filesystem::path(BAKEOFF_SOURCE_DIR) / "examples/demo/paged-no-cache.yaml").string());
   EXPECT_EQ(s->candidates[0].preset, "radix-lpm");
-  EXPECT_EQ(s->candidates[3].emulator_flags, std::vector<std::string>{"--fault-health-lies"});
+  EXPECT_EQ(s->candidates[3].emulator_flags, (std::vector<std::string>{"--startup-load", "2", "--fault-health-lies"}));
   EXPECT_TRUE(s->Runs(Phase::kCapacity));
 }
 

@@ -35,6 +35,7 @@ StepFigures Trial(double ttft_p99, double tpot_p99, double goodput, bool met = t
   f.attainment = f.good / 400.0;
   f.goodput_per_s = goodput;
   f.output_tokens_per_s = goodput * 200;
+  f.mean_output_tokens = 200;
   f.ttft_p99_ms = ttft_p99;
   f.tpot_p99_ms = tpot_p99;
   f.terms = {{"ttft_p99=1s", ttft_p99, 1000, ttft_p99 <= 1000}, {"tpot_p99=50ms", tpot_p99, 50, tpot_p99 <= 50}};
@@ -106,6 +107,21 @@ TEST(VerdictTest, KeepsTheBestCandidateThatMeetsTheSloAndRollsBackToTheNext) {
   EXPECT_EQ(ttft.clause, "ttft_p99=1s");
   EXPECT_DOUBLE_EQ(ttft.observed, 850);
   EXPECT_EQ(ttft.pointer, "candidates/fast/capacity/result.json#/points/1");
+}
+
+TEST(VerdictTest, ObjectivesWithinTheSearchPrecisionAreATieDecidedByTtftP99) {
+  Fixture f;
+  CandidateResult& steady = f.results[1];
+  steady.capacity.capacity_per_s = 11.5;  // within 10% of fast's 12
+  steady.capacity.points[1].rate_per_s = 11.5;
+  for (StepFigures& t : steady.capacity.points[1].trials) t.ttft_p99_ms = 500;
+  const Verdict v = Decide(f.study, WorkloadFigures{}, f.gate, f.results);
+  EXPECT_TRUE(v.tied);
+  EXPECT_EQ(v.choice, "steady");
+  EXPECT_EQ(v.rollback, "fast");
+  bool said = false;
+  for (const Sentence& s : v.rationale) said = said || s.text.find("within the capacity search's precision") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(VerdictTest, FailingTtftP99AtEveryRateFailsTheSlo) {
