@@ -117,13 +117,15 @@ std::string StudyMarkdown(const StudyResults& r) {
     md += fmt::format("Engine: {} {}{}\n\n", v.engine.empty() ? "unknown" : v.engine,
                       v.version.empty() ? "(version not recorded)" : v.version, v.emulated ? " (emulated)" : "");
     for (const std::string& reason : v.reasons) md += fmt::format("- {}\n", reason);
+    if (!v.reasons.empty()) md += "\n";
     if (!v.evidence.empty()) {
-      md += "\n| clause | result | observed | threshold | where |\n|---|---|---|---|---|\n";
+      md += "| clause | result | observed | threshold | where |\n|---|---|---|---|---|\n";
       for (const study::EvidenceItem& e : v.evidence) {
         md += fmt::format("| {} | {} | {} | {:.4g} {} | `{}` |\n", Cell(e.clause), study::CellStatusName(e.status),
                           Cell(e.text), e.threshold, e.unit, e.pointer.empty() ? "-" : e.pointer);
       }
     }
+    if (!v.evidence.empty() && (!v.findings.empty() || !v.risks.empty())) md += "\n";
     for (const std::string& f : v.findings) md += fmt::format("- Finding: {}\n", f);
     for (const std::string& risk : v.risks) md += fmt::format("- Risk: {}\n", risk);
     md += "\n";
@@ -160,9 +162,11 @@ std::string StudyMarkdown(const StudyResults& r) {
       }
     }
     for (const study::CapacitySummary::Point& p : c.capacity.points) {
-      md += fmt::format("| {} | capacity{} | {:.4g} req/s | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} | {} | {} |\n",
+      std::uint64_t requests = 0;
+      for (const study::StepFigures& t : p.trials) requests += t.measured;
+      md += fmt::format("| {} | capacity{} | {:.4g} req/s: {} | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} | {} | {} |\n",
                         Cell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
-                        p.passed ? "pass" : Cell("fail: " + p.why_not), 100 * p.attainment, 100 * p.attainment_lower,
+                        p.passed ? "pass" : Cell("fail, " + p.why_not), requests, 100 * p.attainment, 100 * p.attainment_lower,
                         100 * p.attainment_upper, p.trials.empty() ? "-" : Ms(p.trials.front().ttft_p99_ms),
                         p.trials.empty() ? "-" : Ms(p.trials.front().tpot_p99_ms),
                         p.trials.empty() ? "-" : fmt::format("{:.0f}", p.trials.front().output_tokens_per_s),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -75,6 +76,23 @@ void GateOneCandidate(const Study& study, const Catalog* catalog, const Candidat
     return;
   } else {
     add.Add("catalog_entry", CellStatus::kPass, fmt::format("{} {} {}", entry->id, entry->engine, entry->version));
+    // The entry must describe what the candidate runs: the emulator's entries only emulated
+    // candidates, with the same preset.
+    const bool emulated = candidate.kind == CandidateKind::kEmulated;
+    const std::string preset = std::filesystem::path(candidate.preset).stem().string();
+    if (emulated != entry->emulated()) {
+      add.Add("kind", CellStatus::kFail,
+              emulated ? fmt::format("an emulated candidate names {}, an entry for {}", entry->id, entry->engine)
+                       : fmt::format("a {} candidate names {}, an entry for the emulated engine",
+                                     CandidateKindName(candidate.kind), entry->id),
+              "engine");
+    } else if (emulated && !entry->emulated_preset.empty() && entry->emulated_preset != preset) {
+      add.Add("kind", CellStatus::kFail,
+              fmt::format("the entry describes preset {}, the candidate runs {}", entry->emulated_preset, preset),
+              "emulated_preset");
+    } else {
+      add.Add("kind", CellStatus::kPass, std::string(CandidateKindName(candidate.kind)), "engine");
+    }
   }
   auto unknown = [&](std::string constraint, std::string what) {
     add.Add(std::move(constraint), CellStatus::kUnknown,

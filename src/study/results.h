@@ -101,7 +101,7 @@ struct CapacitySummary {
   const Point* AtCapacity() const;
   bool simulated = false;
   bool emulated = false;
-  std::string path;  // capacity.json, relative to the bundle
+  std::string path;  // capacity/result.json, relative to the bundle
 };
 
 struct CandidateResult {
@@ -116,6 +116,9 @@ struct CandidateResult {
   // Where this candidate could not be given the same work as the others (e.g. no forced output
   // length): every comparison with it is flagged.
   std::vector<std::string> unequal_work;
+  // The catalog lint's findings on the candidate's entry (an unpinned image, a stale
+  // verification, ...): the decision record carries them as risks.
+  std::vector<std::string> catalog_findings;
   ProbeSummary probes;
   std::vector<PhaseResult> phases;
   CapacitySummary capacity;

@@ -241,11 +241,24 @@ class StudyRunner {
         c.version = e->version;
         c.version_source = c.version.empty() ? "" : "catalog";
       }
+      if (catalog_) {
+        for (const LintFinding& f : lint_) {
+          if (f.entry == spec.catalog) c.catalog_findings.push_back(fmt::format("{}: {}", f.code, f.message));
+        }
+      }
       c.eliminated = results_.gate.Find(spec.name)->Eliminated();
       if (c.eliminated) log_(fmt::format("{}: eliminated at the gate: {}", spec.name, results_.gate.Find(spec.name)->Failures()[0]));
     }
     if (Status st = WriteGate(); !st.ok()) return st.error();
     if (Status st = CheckComparable(); !st.ok()) return st.error();
+    for (CandidateResult& c : results_.candidates) {
+      if (const target::EngineAdapter* adapter = target::FindAdapter(c.engine);
+          adapter != nullptr && adapter->request.ignore_eos.empty()) {
+        c.unequal_work.push_back(fmt::format("{} cannot force an output length (no ignore_eos): its answers may end "
+                                             "early, so it may do less work than the others",
+                                             adapter->display_name));
+      }
+    }
 
     if (study_.Runs(Phase::kProbes)) {
       for (std::size_t i = 0; i < study_.candidates.size(); ++i) {
@@ -306,14 +319,19 @@ class StudyRunner {
         mistakes.push_back(catalog.error().message);
       } else {
         catalog_ = std::move(catalog.value());
+        LintOptions lint;
+        lint.today = yaml::FormatIsoDate(
+            std::chrono::duration_cast<std::chrono::days>(std::chrono::system_clock::now().time_since_epoch()).count());
+        lint_ = LintCatalog(*catalog_, lint);
+        catalog_->source = "catalog.yaml";  // gate evidence points at the bundle's copy
       }
     }
     for (const CandidateSpec& c : study_.candidates) {
       if (c.kind != CandidateKind::kEmulated) continue;
       Result<fs::path> file = emulate::ResolveEnginePreset(c.preset, options_.presets_dir);
       if (!file.ok()) {
-        mistakes.push_back(fmt::format("{}:{}: candidates.{}: preset: {}", study_.file.string(), c.line, c.name,
-                                       file.error().message));
+        mistakes.push_back(fmt::format("{}:{}: candidates[{}].emulated.preset: {}", study_.file.string(), c.line,
+                                       &c - study_.candidates.data(), file.error().message));
         continue;
       }
       Result<emulate::EnginePreset> preset = emulate::LoadEnginePreset(file.value());
@@ -389,42 +407,49 @@ class StudyRunner {
     const fs::path& out = options_.out_dir;
     Result<std::string> study_text = ReadFile(study_.file);
     results_.study_hash = Sha256Hex(study_text.ok() ? study_text.value() : "");
+    if (catalog_) {
+      if (Result<std::string> text = ReadFile(catalog_->file); text.ok()) catalog_hash_ = Sha256Hex(text.value());
+    }
+    started_at_ = NowUtc();
     std::error_code ec;
     if (fs::exists(out / "manifest.json", ec)) {
       Result<std::string> manifest = ReadFile(out / "manifest.json");
-      std::string hash;
-      if (manifest.ok()) {
-        nlohmann::json j = nlohmann::json::parse(manifest.value(), nullptr, false);
-        if (j.is_object() && j.contains("study_sha256") && j["study_sha256"].is_string()) hash = j["study_sha256"];
-      }
+      nlohmann::json j = manifest.ok() ? nlohmann::json::parse(manifest.value(), nullptr, false) : nlohmann::json();
+      auto field = [&](const char* key) {
+        return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+      };
+      // Resume only what this very study, catalog and tool would measure again: anything else is
+      // another experiment, whose phases must not be mixed with these.
+      std::string differs;
+      if (field("study_sha256") != results_.study_hash) differs = "the study file differs";
+      else if (field("catalog_sha256") != catalog_hash_) differs = "the catalog differs";
+      else if (field("tool_version") != BAKEOFF_VERSION) differs = "it was written by bakeoff " + field("tool_version");
+      else if (!j.contains("schema_version") || j["schema_version"] != kBundleSchemaVersion) differs = "its schema_version differs";
       if (options_.fresh) {
         fs::remove_all(out, ec);
-      } else if (hash != results_.study_hash) {
-        return Invalid(fmt::format("{} holds the bundle of another study (or another version of this one: study "
-                                   "sha256 {} there, {} here); choose another --out, or pass --fresh to replace it",
-                                   out.string(), hash.empty() ? "unreadable" : hash.substr(0, 12),
-                                   results_.study_hash.substr(0, 12)));
+      } else if (!differs.empty()) {
+        return Invalid(fmt::format("{} holds the bundle of another experiment ({}); choose another --out, or pass "
+                                   "--fresh to replace it",
+                                   out.string(), differs));
       } else {
         resuming_ = true;
+        if (std::string created = field("created_utc"); !created.empty()) started_at_ = created;
         log_(fmt::format("resuming the bundle in {}: finished phases are read back, not run again", out.string()));
       }
     } else if (fs::exists(out, ec) && !fs::is_empty(out, ec)) {
-      if (!options_.fresh) {
-        return Invalid(fmt::format("{} exists and is not a study bundle; choose another --out or pass --fresh",
-                                   out.string()));
-      }
-      fs::remove_all(out, ec);
+      // --fresh replaces a bundle, never a folder that holds something else.
+      return Invalid(fmt::format("{} exists, is not empty and is not a study bundle (no manifest.json); choose another "
+                                 "--out",
+                                 out.string()));
     }
     fs::create_directories(out / "candidates", ec);
     if (ec) return MakeError(ErrorCode::kIo, fmt::format("{}: {}", out.string(), ec.message()));
-    started_at_ = NowUtc();
     if (Status st = WriteFileAtomically(out / "manifest.json", Manifest().dump(2) + "\n"); !st.ok()) return st;
     if (study_text.ok()) {
       if (Status st = WriteFileAtomically(out / "study.yaml", study_text.value()); !st.ok()) return st;
     }
     if (catalog_) {
       if (Result<std::string> text = ReadFile(catalog_->file); text.ok()) {
-        catalog_hash_ = Sha256Hex(text.value());
         if (Status st = WriteFileAtomically(out / "catalog.yaml", text.value()); !st.ok()) return st;
       }
     }
@@ -441,6 +466,12 @@ class StudyRunner {
       return st;
     }
     results_.workload = WorkloadFiguresOf(fp, *trace_, synthesized_);
+    // Named as the study names it, so the record reads the same wherever the study lives.
+    const TrafficSpec& t = study_.traffic;
+    const fs::path relative = study_.file.empty() ? t.file : t.file.lexically_relative(study_.file.parent_path());
+    constexpr const char* kKinds[] = {"trace", "fingerprint", "shape"};
+    results_.workload.source = fmt::format("{} {}{}", kKinds[static_cast<int>(t.source)], relative.string(),
+                                           synthesized_ ? fmt::format(", synthesized with seed {}", t.seed) : "");
     log_(fmt::format("workload: {} requests at {:.3g} req/s, prompts {:.0f} tokens and answers {:.0f} on average{}",
                      results_.workload.requests, results_.workload.rate_per_s, results_.workload.input_tokens_mean,
                      results_.workload.output_tokens_mean,
@@ -481,6 +512,9 @@ class StudyRunner {
                                        *facts->max_context_tokens, facts->max_context_source, study_.model.max_context));
       }
       Result<target::Detection> detection = target::DetectEngine(endpoint.value());
+      if (detection.ok() && results_.candidates[i].engine.empty() && detection->adapter != nullptr) {
+        results_.candidates[i].engine = std::string(detection->adapter->name);
+      }
       if (detection.ok() && !detection->version.empty()) {
         results_.candidates[i].version = detection->version;
         results_.candidates[i].version_source = "discovered (" + detection->version_source + ")";
@@ -564,13 +598,24 @@ class StudyRunner {
   std::string Relative(const fs::path& p) const { return p.lexically_relative(options_.out_dir).string(); }
 
   // A finished phase's saved result, when resuming.
-  std::optional<nlohmann::json> Saved(const fs::path& dir) const {
+  // `read` turns it into the phase's value; a file that is not what this version writes is
+  // reported and the phase measured again.
+  template <typename Read>
+  auto Saved(const fs::path& dir, Read read) const -> std::optional<decltype(read(nlohmann::json()))> {
     if (!resuming_) return std::nullopt;
     Result<std::string> text = ReadFile(dir / "result.json");
     if (!text.ok()) return std::nullopt;
     nlohmann::json j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (j.is_discarded()) return std::nullopt;
-    return j;
+    if (!j.is_discarded()) {
+      try {
+        return read(j);
+      } catch (const nlohmann::json::exception& e) {
+        log_(fmt::format("{}: cannot be read back ({}); measuring it again", Relative(dir / "result.json"), e.what()));
+        return std::nullopt;
+      }
+    }
+    log_(fmt::format("{}: not JSON; measuring it again", Relative(dir / "result.json")));
+    return std::nullopt;
   }
 
   // Why a phase does not run now, or empty.
@@ -592,8 +637,8 @@ class StudyRunner {
     const CandidateSpec& spec = study_.candidates[i];
     const fs::path dir = Dir(i, "probes");
     GateRow& row = *results_.gate.Find(spec.name);
-    if (std::optional<nlohmann::json> saved = Saved(dir)) {
-      c.probes = ProbeSummaryFromJson(*saved);
+    if (std::optional<ProbeSummary> saved = Saved(dir, ProbeSummaryFromJson)) {
+      c.probes = std::move(*saved);
       row.cells = c.probes.gate_cells;
       c.eliminated = row.Eliminated();
       results_.resumed.push_back(spec.name + "/probes");
@@ -674,13 +719,6 @@ class StudyRunner {
     }
     if (const target::EngineAdapter* adapter = target::FindAdapter(results_.candidates[i].engine); adapter != nullptr) {
       t.can_force_length = !adapter->request.ignore_eos.empty();
-      CandidateResult& c = results_.candidates[i];
-      const std::string note = fmt::format("{} cannot force an output length (no ignore_eos): its answers may end "
-                                           "early, so it may do less work than the others",
-                                           adapter->display_name);
-      if (!t.can_force_length && std::find(c.unequal_work.begin(), c.unequal_work.end(), note) == c.unequal_work.end()) {
-        c.unequal_work.push_back(note);
-      }
       t.min_tokens_field = adapter->request.min_tokens.empty() ? nullptr : adapter->request.min_tokens.data();
     }
     return t;
@@ -763,8 +801,9 @@ class StudyRunner {
     CandidateResult& c = results_.candidates[i];
     const std::string name = fmt::format("{}-r{}", PhaseName(phase), round);
     const fs::path dir = Dir(i, name);
-    if (std::optional<nlohmann::json> saved = Saved(dir)) {
-      c.phases.push_back(PhaseResultFromJson(*saved));
+    if (std::optional<PhaseResult> saved = Saved(dir, PhaseResultFromJson)) {
+      if (!saved->error.empty()) c.failed = saved->error;
+      c.phases.push_back(std::move(*saved));
       results_.resumed.push_back(study_.candidates[i].name + "/" + name);
       return;
     }
@@ -797,7 +836,7 @@ class StudyRunner {
     }
     for (const analyze::StepAnalysis& step : outcome->steps) {
       result.steps.push_back(FiguresOf(step, Relative(outcome->records_path)));
-      if (!step.stopped_reason.empty()) c.failed = fmt::format("{}: {}", name, step.stopped_reason);
+      if (!step.stopped_reason.empty()) result.error = c.failed = fmt::format("{}: {}", name, step.stopped_reason);
     }
     if (phase == Phase::kReplay && !result.steps.empty()) HeadOfLine(outcome->records_path, result.steps.front());
     if (outcome->interrupted || halt_.halted()) {
@@ -824,8 +863,8 @@ class StudyRunner {
   void Capacity(std::size_t i) {
     CandidateResult& c = results_.candidates[i];
     const fs::path dir = Dir(i, "capacity");
-    if (std::optional<nlohmann::json> saved = Saved(dir)) {
-      c.capacity = CapacitySummaryFromJson(*saved);
+    if (std::optional<CapacitySummary> saved = Saved(dir, CapacitySummaryFromJson)) {
+      c.capacity = std::move(*saved);
       results_.resumed.push_back(study_.candidates[i].name + "/capacity");
       return;
     }
@@ -941,6 +980,8 @@ class StudyRunner {
             {"engines", engines},
             {"resumed", results_.resumed},
             {"skipped", results_.skipped},
+            {"budget_s", ToSeconds(study_.budget)},
+            {"budget_spent", !halt_.user_stopped() && halt_.budget_spent()},
             {"interrupted", halt_.user_stopped()}};
   }
 
@@ -951,6 +992,7 @@ class StudyRunner {
   StudyResults results_;
   std::optional<Catalog> catalog_;
   std::string catalog_hash_;
+  std::vector<LintFinding> lint_;
   std::map<std::string, emulate::EnginePreset> presets_;
   std::shared_ptr<workload::Trace> trace_;
   bool synthesized_ = false;

@@ -11,6 +11,8 @@
 #include "core/file.h"
 #include "core/yaml_doc.h"
 #include "qualify/probe.h"
+#include "study/catalog.h"
+#include "target/adapters.h"
 #include "target/launcher.h"
 
 namespace bakeoff::study {
@@ -57,7 +59,9 @@ void ReadModel(yaml::MapReader& root, Study& s) {
 void ReadHardware(yaml::MapReader& root, Study& s) {
   std::optional<yaml::MapReader> h = root.Map("hardware", yaml::Need::kRequired);
   if (!h) return;
-  if (auto v = h->Text("accelerator", yaml::Need::kRequired)) s.hardware.accelerator = *v;
+  if (auto kind = h->Enum("accelerator", AcceleratorKinds(), yaml::Need::kRequired)) {
+    s.hardware.accelerator = std::string(AcceleratorKinds()[*kind]);
+  }
   if (auto v = h->Text("gpu")) s.hardware.gpu = *v;
   if (auto v = h->Integer("gpus", 0, 4096)) s.hardware.gpus = static_cast<std::uint32_t>(*v);
   if (auto v = h->Integer("nodes", 1, 4096)) s.hardware.nodes = static_cast<std::uint32_t>(*v);
@@ -101,9 +105,17 @@ void ReadSlo(yaml::MapReader& root, Study& s) {
     for (const std::string& key : latency->Keys()) {
       std::optional<std::string> value = latency->Text(key);
       if (!value) continue;
+      // A bare number means milliseconds to --slo but seconds everywhere else in a study: here
+      // the unit must be written.
+      if (!value->ends_with("ms") && !value->ends_with("s")) {
+        latency->Error(key, fmt::format("'{}' has no unit: write it, e.g. 2s or 250ms", *value));
+        continue;
+      }
       Result<analyze::Slo> one = analyze::ParseSlo(key + "=" + *value);
       if (!one.ok()) {
-        latency->Error(key, one.error().message);
+        std::string message = one.error().message;
+        if (message.rfind("--slo: ", 0) == 0) message.erase(0, 7);
+        latency->Error(key, message);
         continue;
       }
       text += (text.empty() ? "" : ",") + key + "=" + *value;
@@ -162,7 +174,13 @@ void ReadCandidates(yaml::MapReader& root, Study& s, const std::filesystem::path
       }
     }
     if (auto v = c.Text("catalog")) spec.catalog = *v;
-    if (auto v = c.Text("engine")) spec.engine = *v;
+    if (auto v = c.Text("engine")) {
+      if (const target::EngineAdapter* adapter = target::FindAdapter(*v); adapter != nullptr) {
+        spec.engine = std::string(adapter->name);
+      } else {
+        c.Error("engine", fmt::format("unknown engine '{}' (one of: {})", *v, target::AdapterNames()));
+      }
+    }
     if (auto v = c.TextList("settings")) spec.settings = *v;
     int kinds = 0;
     if (auto v = c.Text("url")) {
@@ -222,10 +240,12 @@ void ReadPlan(yaml::MapReader& root, Study& s) {
       const Phase p = kPhases[static_cast<std::size_t>(it - kPhaseNames.begin())];
       if (std::find(s.plan.phases.begin(), s.plan.phases.end(), p) == s.plan.phases.end()) s.plan.phases.push_back(p);
     }
-    // Phases always run in the method's order, whatever order the file lists them in.
+    // Phases keep the method's order, whatever order the file lists them in (the runner's order
+    // of execution is in study/runner.h).
     std::sort(s.plan.phases.begin(), s.plan.phases.end());
   }
   if (auto list = m->TextList("probes")) {
+    if (list->empty()) m->Error("probes", "names no probe: list the probes to run, or drop probes from plan.phases");
     std::vector<std::string> known;
     for (const qualify::ProbeInfo& p : qualify::AllProbes()) known.emplace_back(p.name);
     for (std::size_t i = 0; i < list->size(); ++i) {
@@ -262,6 +282,11 @@ void ReadPlan(yaml::MapReader& root, Study& s) {
     if (auto v = c->Number("max_per_s", 1e-4, 1e6)) s.plan.capacity_max_per_s = *v;
     if (auto v = c->Number("precision", 0.01, 1)) s.plan.capacity_precision = *v;
     if (s.plan.capacity_max_per_s < s.plan.capacity_min_per_s) c->Error("max_per_s", "must be at least min_per_s");
+    if (s.plan.capacity_start_per_s > 0 && (s.plan.capacity_start_per_s < s.plan.capacity_min_per_s ||
+                                            s.plan.capacity_start_per_s > s.plan.capacity_max_per_s)) {
+      c->Error("start_per_s", fmt::format("{} is outside [min_per_s, max_per_s] = [{}, {}]", s.plan.capacity_start_per_s,
+                                          s.plan.capacity_min_per_s, s.plan.capacity_max_per_s));
+    }
     c->Finish();
   }
   if (std::optional<yaml::MapReader> r = m->Map("replay")) {

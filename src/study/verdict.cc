@@ -36,6 +36,7 @@ class CandidateJudge {
     if (row != nullptr) {
       for (const std::string& r : row->Risks()) v_.risks.push_back("gate " + r);
     }
+    for (const std::string& f : c_.catalog_findings) v_.risks.push_back("catalog " + f);
     const std::string probes_cell = "probes";
     if (row != nullptr && row->Eliminated()) {
       bool by_probes = false;
@@ -58,7 +59,8 @@ class CandidateJudge {
     if (v_.status == CandidateStatus::kFailed) return v_;
     const bool any_fail = std::any_of(v_.evidence.begin(), v_.evidence.end(),
                                       [](const EvidenceItem& e) { return e.status == CellStatus::kFail; });
-    const bool measured = capacity_point_ != nullptr || replay_ != nullptr || c_.capacity.ran;
+    const bool measured = capacity_point_ != nullptr || replay_ != nullptr ||
+                          (c_.capacity.ran && c_.capacity.bracket == "below_range");
     for (const EvidenceItem& e : v_.evidence) {
       if (e.status == CellStatus::kUnknown) v_.risks.push_back(e.clause + ": " + e.text);
     }
@@ -154,10 +156,20 @@ class CandidateJudge {
              fmt::format("{} on the workload replayed at its own rate, against {}", Ms(f.observed_ms), Ms(f.threshold_ms)),
              replay_->records});
       }
+      const double availability = replay_->measured > 0 ? static_cast<double>(replay_->ok) / replay_->measured : 0;
+      Add({"attainment", replay_->attainment >= slo.attainment ? CellStatus::kPass : CellStatus::kFail,
+           replay_->attainment, slo.attainment, "share",
+           fmt::format("{:.2f}% of {} replayed requests met every threshold", 100 * replay_->attainment, replay_->measured),
+           replay_->records});
+      Add({"availability", availability >= slo.availability ? CellStatus::kPass : CellStatus::kFail, availability,
+           slo.availability, "share",
+           fmt::format("{:.2f}% of {} replayed requests completed", 100 * availability, replay_->measured),
+           replay_->records});
       ttft_p99_ms_ = replay_->ttft_p99_ms;
       output_tokens_per_s_ = replay_->output_tokens_per_s;
       v_.goodput_per_s = replay_->goodput_per_s;
       objective_pointer_ = replay_->records;
+      figures_from_ = "on the replay";
       return;
     }
     for (const analyze::SloTerm& term : slo.latency.terms) {
@@ -217,8 +229,8 @@ class CandidateJudge {
     const double ceiling = *study_.slo.cost_per_million_tokens_max;
     Add({"cost", v_.cost_per_million_tokens <= ceiling ? CellStatus::kPass : CellStatus::kFail,
          v_.cost_per_million_tokens, ceiling, study_.hardware.currency + "/Mtok",
-         fmt::format("{:.3g} {} per million output tokens at capacity ({:.0f} tokens/s at {:.2f} {}/h)",
-                     v_.cost_per_million_tokens, study_.hardware.currency, output_tokens_per_s_, price,
+         fmt::format("{:.3g} {} per million output tokens {} ({:.0f} tokens/s at {:.2f} {}/h)",
+                     v_.cost_per_million_tokens, study_.hardware.currency, figures_from_, output_tokens_per_s_, price,
                      study_.hardware.currency),
          objective_pointer_});
   }
@@ -258,6 +270,7 @@ class CandidateJudge {
   double output_tokens_per_s_ = 0;
   double ttft_p99_ms_ = 0;
   std::string objective_pointer_;
+  std::string figures_from_ = "at capacity";
 };
 
 void Rank(const Study& study, Verdict& verdict) {
@@ -386,7 +399,7 @@ void WriteRevisit(const Study& study, const WorkloadFigures& w, Verdict& v) {
   for (const std::string& name : {v.choice, v.rollback}) {
     const CandidateVerdict* c = Named(v, name);
     if (c == nullptr) continue;
-    v.revisit.push_back(fmt::format("a new version of {} ({}{}): rerun this study and `bakeoff compare` the bundles",
+    v.revisit.push_back(fmt::format("a new version of {} ({}{}): rerun this study against it and compare the bundles",
                                     c->name, c->engine, c->version.empty() ? "" : " " + c->version));
   }
   if (w.prefix_reuse >= 0.3) {
@@ -450,10 +463,14 @@ void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable
   std::vector<std::string> tuned, untuned;
   for (const CandidateSpec& c : study.candidates) (c.settings.empty() ? untuned : tuned).push_back(c.name);
   if (!tuned.empty() && !untuned.empty()) {
-    v.mistakes.push_back({"uneven_tuning", fmt::format("{} tuned ({}) while {} run on defaults: tune every candidate or none",
-                                                       tuned.size() == 1 ? tuned[0] : fmt::format("{} candidates", tuned.size()),
-                                                       tuned.size() == 1 ? "settings given" : "settings given",
-                                                       fmt::format("{}", fmt::join(untuned, ", ")))});
+    v.mistakes.push_back({"uneven_tuning", fmt::format("{} {} tuned (settings given) while {} {} on defaults: tune every "
+                                                       "candidate or none",
+                                                       fmt::join(tuned, ", "), tuned.size() == 1 ? "is" : "are",
+                                                       fmt::join(untuned, ", "), untuned.size() == 1 ? "runs" : "run")});
+  }
+  if (study.model.revision.empty()) {
+    v.mistakes.push_back({"unpinned_model_revision", "model.revision is not pinned: a later rerun may load other weights "
+                                                     "under the same name"});
   }
   if (study.plan.repeats < 2 && study.Runs(Phase::kCapacity)) {
     v.mistakes.push_back({"single_repeat", "one measurement per rate: nothing shows how much a repeat would differ"});

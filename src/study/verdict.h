@@ -31,7 +31,7 @@ struct EvidenceItem {
   double threshold = 0;
   std::string unit;     // "ms", "s", "share", "req/s", "<currency>/Mtok"
   std::string text;     // one sentence
-  std::string pointer;  // "candidates/x/capacity.json#/points/3"
+  std::string pointer;  // "candidates/x/capacity/result.json#/points/3"
 };
 
 struct CandidateVerdict {

@@ -200,7 +200,16 @@ TEST_F(StudyRunTest, AnotherStudysBundleIsNotOverwritten) {
   std::ofstream(out / "manifest.json") << R"({"study_sha256": "0000"})";
   const Finished run = RunBakeoff({"run", study, "--out", out.string()});
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_NE(run.output.find("holds the bundle of another study"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("holds the bundle of another experiment (the study file differs)"), std::string::npos)
+      << run.output;
+  // --fresh replaces a bundle, but never a folder that holds something else.
+  const fs::path other = dir_ / "my-notes";
+  fs::create_directories(other);
+  std::ofstream(other / "notes.txt") << "precious";
+  const Finished fresh = RunBakeoff({"run", study, "--out", other.string(), "--fresh"});
+  EXPECT_EQ(fresh.exit_code, 2) << fresh.output;
+  EXPECT_NE(fresh.output.find("is not a study bundle"), std::string::npos) << fresh.output;
+  EXPECT_TRUE(fs::exists(other / "notes.txt"));
 }
 
 TEST_F(StudyRunTest, ACandidateThatDiesMidStudyIsRecordedAndTheOthersGoOn) {

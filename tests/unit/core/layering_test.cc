@@ -26,7 +26,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"load", {"core", "stats", "net", "dialect", "workload", "measure", "load"}},
     {"target", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target"}},
     {"qualify", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify"}},
-    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze"}},
+    {"analyze", {"core", "stats", "net", "dialect", "workload", "measure", "load", "analyze"}},
     {"emulate", {"core", "stats", "net", "dialect", "measure", "emulate"}},
     {"run", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "emulate", "analyze", "run"}},
     {"study", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "emulate", "analyze",

@@ -1,0 +1,69 @@
+// Golden verdict.json and report.md from a fixed study on the virtual clock
+// (tests/testdata/golden/study): the decision record must not drift without someone meaning it.
+// BAKEOFF_UPDATE_GOLDEN=1 rewrites the golden files (then review the diff). A second run over the
+// same bundle resumes every phase and must decide the same, byte for byte.
+#include "report/study_report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/file.h"
+
+namespace bakeoff::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kGolden = fs::path(BAKEOFF_TESTDATA_DIR) / "golden" / "study";
+
+std::string Read(const fs::path& path) {
+  Result<std::string> text = ReadFile(path);
+  return text.ok() ? text.value() : "(cannot read " + path.string() + ")";
+}
+
+void ExpectGolden(const std::string& actual, const std::string& name) {
+  const fs::path golden = kGolden / name;
+  if (const char* update = std::getenv("BAKEOFF_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(golden) << actual;
+    return;
+  }
+  EXPECT_EQ(actual, Read(golden)) << name << " differs from its golden file; if the change is meant, rerun with "
+                                  << "BAKEOFF_UPDATE_GOLDEN=1 and review the diff";
+}
+
+TEST(StudyReportTest, VerdictAndReportMatchTheirGoldenFilesAndSurviveAResume) {
+  Result<study::Study> s = study::LoadStudy(kGolden / "study.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const fs::path out = fs::temp_directory_path() / ("bakeoff_golden_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  study::StudyRunOptions options;
+  options.out_dir = out;
+  options.presets_dir = fs::path(BAKEOFF_SOURCE_DIR) / "examples" / "engines";
+  const std::atomic<bool> stop{false};
+  auto quiet = [](const std::string&) {};
+  Result<study::StudyResults> first = study::RunStudy(s.value(), options, stop, quiet);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const std::string verdict = Read(out / "verdict.json");
+  ExpectGolden(verdict, "verdict.json");
+  ExpectGolden(StudyMarkdown(first.value()), "report.md");
+  EXPECT_EQ(first->verdict.choice.empty(), false);
+
+  Result<study::StudyResults> again = study::RunStudy(s.value(), options, stop, quiet);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_FALSE(again->resumed.empty());
+  EXPECT_EQ(Read(out / "verdict.json"), verdict) << "a resumed study decides the same";
+  fs::remove_all(out);
+}
+
+TEST(StudyReportTest, TheSummarySaysEmulatedFirst) {
+  study::StudyResults r;
+  r.verdict.emulated = true;
+  EXPECT_EQ(StudySummaryText(r).rfind("EMULATED", 0), 0u);
+  EXPECT_NE(StudyMarkdown(r).find("EMULATED"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bakeoff::report
