@@ -40,6 +40,11 @@ struct BenchFlags {
   bool no_calibrate = false;
   std::string prompt_tolerance = "5%";
   std::string engine = "auto";
+  std::string metrics_interval = "1s";
+  std::string metrics_path;  // empty: the adapter's
+  long long engine_pid = 0;  // 0: not known
+  bool no_gpu_telemetry = false;
+  double price_per_hour = 0;
 };
 
 // "5%" or "5": a percentage, as a fraction.
@@ -100,12 +105,31 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
     return usage(fmt::format("--engine: unknown engine '{}' (one of: {}, auto)", f.engine,
                              target::AdapterNames()));
   }
-  std::string engine_used = f.engine;
+  auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff bench: {}\n", line); };
+  // The engine's adapter: the named one, else (when --ignore-eos needs its fields) the detected
+  // one. Without one, /metrics is scraped and read with any engine's metric names.
+  const target::EngineAdapter* adapter =
+      f.engine != "auto" || target.request.ignore_eos
+          ? ResolveEngine(f.engine, target.endpoint, target.client, log).value()
+          : nullptr;
+  const std::string engine_used = adapter != nullptr ? std::string(adapter->name) : f.engine;
+  config.adapter = adapter;
+  Result<Nanos> metrics_interval = ParseDuration("--metrics-interval", f.metrics_interval);
+  if (!metrics_interval.ok()) return usage(metrics_interval.error().message);
+  config.metrics_interval = metrics_interval.value();
+  config.metrics_path = !f.metrics_path.empty() ? f.metrics_path
+                        : adapter != nullptr    ? std::string(adapter->metrics_path)
+                                                : "/metrics";
+  if (f.engine_pid < 0 || f.engine_pid > 4'194'304) return usage("--engine-pid: not a process id");
+  if (f.engine_pid > 0) config.engine_pid = static_cast<pid_t>(f.engine_pid);
+  config.gpu_telemetry = !f.no_gpu_telemetry;
+  if (!(f.price_per_hour >= 0) || f.price_per_hour > 1e7) return usage("--price-per-hour: a price, 0 or more");
+  config.price_per_hour = f.price_per_hour;
+  if (config.metrics_interval > Nanos(0) && config.metrics_path.empty()) {
+    log(fmt::format("{} has no Prometheus page: no engine metrics are scraped (--metrics-path names one)",
+                    adapter->display_name));
+  }
   if (target.request.ignore_eos) {
-    auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff bench: {}\n", line); };
-    const target::EngineAdapter* adapter =
-        ResolveEngine(f.engine, target.endpoint, target.client, log).value();
-    engine_used = std::string(adapter->name);
     const target::RequestFields& fields = adapter->request;
     if (fields.ignore_eos.empty()) {
       log(fmt::format("--ignore-eos: {} cannot force an output length (no ignore_eos); sending "
@@ -126,7 +150,10 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
                        {"drain_timeout", f.drain_timeout}, {"give_up_after", f.give_up_after},
                        {"insecure", f.insecure},
                        {"api_key_env", f.api_key_env}, {"calibrate_prompt", !f.no_calibrate},
-                       {"prompt_tolerance", f.prompt_tolerance}, {"engine", engine_used}});
+                       {"prompt_tolerance", f.prompt_tolerance}, {"engine", engine_used},
+                       {"metrics_interval", f.metrics_interval}, {"metrics_path", config.metrics_path},
+                       {"engine_pid", f.engine_pid}, {"gpu_telemetry", !f.no_gpu_telemetry},
+                       {"price_per_hour", f.price_per_hour}});
   return config;
 }
 
@@ -180,9 +207,18 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_flag("--no-calibrate", flags->no_calibrate,
               "Do not measure how the server counts prompts (tokenize route, usage of probe requests)");
   c->add_option("--engine", flags->engine,
-                "Engine adapter for engine-specific request fields (bakeoff detect --list); auto: "
-                "detected when --ignore-eos needs it")
+                "Engine adapter for engine-specific request fields and metric names (bakeoff detect --list); "
+                "auto: detected")
       ->capture_default_str();
+  c->add_option("--metrics-interval", flags->metrics_interval,
+                "Scrape the engine's metrics page this often beside the load into metrics.jsonl (0: never)")
+      ->capture_default_str();
+  c->add_option("--metrics-path", flags->metrics_path, "The engine's Prometheus page (default: the adapter's)");
+  c->add_option("--engine-pid", flags->engine_pid,
+                "The engine's process: its process tree's CPU and memory go to telemetry.jsonl");
+  c->add_flag("--no-gpu-telemetry", flags->no_gpu_telemetry, "Do not sample GPUs with nvidia-smi");
+  c->add_option("--price-per-hour", flags->price_per_hour,
+                "Price of the engine's hardware per hour: cost per million output tokens per step");
   c->add_option("--prompt-tolerance", flags->prompt_tolerance,
                 "Refuse to run when calibrated prompts are off the planned length by more (percent)")
       ->capture_default_str();

@@ -88,9 +88,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
              "a verdict with rollback, written as a results bundle");
   c->add_option("study", flags->study, "The study file (YAML; docs/formats/study.md)")->required();
   c->add_option("--out", flags->out, "The bundle folder (default out/<study file name>); an earlier bundle of the "
-                                     "same study is resumed");
+                                     "same study, catalog and bakeoff version is resumed, another refused");
   c->add_option("--budget", flags->budget, "Wall-time budget, overriding the study's (e.g. 10min)");
-  c->add_flag("--fresh", flags->fresh, "Empty the bundle folder first instead of resuming it");
+  c->add_flag("--fresh", flags->fresh,
+              "Replace an earlier bundle in --out instead of resuming it (a folder that is not a bundle is "
+              "never emptied)");
   c->callback([flags, exit_code] { *exit_code = RunStudyCommand(*flags); });
 }
 

@@ -60,6 +60,21 @@ std::string FormatBenchTable(const run::BenchOutcome& outcome) {
       out.push_back('\n');
     }
   }
+  // The engine's own view of each step (its metrics page), beside the client's.
+  for (const target::StepServerFigures& f : outcome.server) {
+    if (f.step >= outcome.steps.size()) continue;
+    std::string line = fmt::format("{:<18} server:", outcome.steps[f.step].label);
+    auto add = [&](const char* what, const std::optional<double>& x, const char* format) {
+      if (x) line += fmt::format(fmt::runtime(format), what, *x);
+    };
+    add("waiting peak", f.waiting_peak, " {} {:.0f}");
+    add("running peak", f.running_peak, ", {} {:.0f}");
+    add("KV peak", f.kv_usage_peak ? std::optional<double>(100 * *f.kv_usage_peak) : std::nullopt, ", {} {:.0f}%");
+    add("preemptions", f.preemptions, ", {} {:.0f}");
+    add("TTFT mean", f.ttft_mean_ms, ", {} {:.1f} ms");
+    if (f.failed_scrapes > 0) line += fmt::format(", {} of {} scrapes failed", f.failed_scrapes, f.scrapes);
+    fmt::format_to(it, "{}\n", line);
+  }
   for (const analyze::StepAnalysis& s : outcome.steps) {
     for (const auto& [name, count] : s.outcomes) {
       if (name != "ok") fmt::format_to(it, "{}: {} {}\n", s.label, count, name);

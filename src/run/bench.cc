@@ -142,6 +142,52 @@ void JsonlRecordSink::Write(const measure::RequestRecord& record, MonoTime t0) {
   }
 }
 
+namespace {
+
+// The engine's own figures for step `index` beside the client's, and any gap between the two.
+void AddServerFigures(BenchOutcome& outcome, std::size_t index, nlohmann::json& step_json) {
+  for (const target::StepServerFigures& f : outcome.server) {
+    if (f.step != index) continue;
+    const analyze::StepAnalysis& client = outcome.steps[index];
+    nlohmann::json server = target::ToJson(f);
+    nlohmann::json gaps = nlohmann::json::array();
+    for (std::optional<std::string> gap :
+         {target::CrossCheck("TTFT", f.ttft_mean_ms, client.ttft_ms.mean, client.ttft_ms.count),
+          target::CrossCheck("E2E", f.e2e_mean_ms, client.e2e_ms.mean, client.e2e_ms.count)}) {
+      if (!gap) continue;
+      gaps.push_back(*gap);
+      outcome.notes.push_back(client.label + ": " + *gap);
+    }
+    server["client_gaps"] = std::move(gaps);
+    step_json["server"] = std::move(server);
+  }
+}
+
+// What the engine used, with energy and cost per output token over the whole run.
+nlohmann::json ResourcesJson(const BenchOutcome& outcome, double price_per_hour) {
+  nlohmann::json j = outcome.resources ? target::ToJson(*outcome.resources) : nlohmann::json::object();
+  j["telemetry_file"] = outcome.resources ? nlohmann::json("telemetry.jsonl") : nlohmann::json();
+  double output_tokens = 0;
+  for (const analyze::StepAnalysis& s : outcome.steps) output_tokens += s.output_tokens_per_s * s.duration_s;
+  const std::optional<double> energy = outcome.resources ? outcome.resources->Energy() : std::nullopt;
+  j["joules_per_output_token"] = energy && output_tokens > 0 ? nlohmann::json(*energy / output_tokens) : nlohmann::json();
+  // Cost per million output tokens at each step's own throughput: the price of the time the
+  // engine needs to produce them at that pace.
+  nlohmann::json cost = nlohmann::json::array();
+  for (const analyze::StepAnalysis& s : outcome.steps) {
+    cost.push_back({{"step", s.label},
+                    {"per_million_output_tokens",
+                     price_per_hour > 0 && s.output_tokens_per_s > 0
+                         ? nlohmann::json(price_per_hour / (s.output_tokens_per_s * 3600) * 1e6)
+                         : nlohmann::json()}});
+  }
+  j["price_per_hour"] = price_per_hour > 0 ? nlohmann::json(price_per_hour) : nlohmann::json();
+  j["cost"] = std::move(cost);
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) {
   nlohmann::json summary;
   summary["schema_version"] = kSummarySchemaVersion;
@@ -211,13 +257,41 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
 
   const std::string started = IsoTimeNow();
   config.run.slo = config.slo.RequestThresholds();
-  std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, on_tick);
+  std::unique_ptr<target::MetricsTimeline> timeline;
+  if (!config.metrics_path.empty() && config.metrics_interval > Nanos(0)) {
+    target::TimelineOptions scrape;
+    scrape.endpoint = target.endpoint;
+    scrape.client = target.client;
+    scrape.path = config.metrics_path;
+    scrape.interval = config.metrics_interval;
+    scrape.adapter = config.adapter;
+    scrape.jsonl = outcome.metrics_path = config.out_dir / "metrics.jsonl";
+    scrape.raw_dir = config.out_dir / "metrics-pages";
+    timeline = target::MetricsTimeline::Start(std::move(scrape), log);
+  }
+  std::unique_ptr<target::ResourceTelemetry> telemetry;
+  if (config.telemetry_interval > Nanos(0) && (config.engine_pid || config.gpu_telemetry)) {
+    target::TelemetryOptions sample;
+    sample.process = config.engine_pid;
+    sample.gpus = config.gpu_telemetry;
+    sample.interval = config.telemetry_interval;
+    sample.jsonl = config.out_dir / "telemetry.jsonl";
+    telemetry = target::ResourceTelemetry::Start(std::move(sample), log);
+  }
+  auto tick = [&](std::size_t step, const load::Progress& progress) {
+    if (timeline) timeline->SetStep(step);
+    if (on_tick) on_tick(step, progress);
+  };
+  std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, tick);
   outcome.interrupted = stop.load();
+  if (timeline) outcome.server = timeline->Stop();
+  if (telemetry) outcome.resources = telemetry->Stop();
 
   nlohmann::json steps = nlohmann::json::array();
   for (const load::StepResult& result : results) {
     const analyze::StepAnalysis& step = outcome.steps.emplace_back(analyze::AnalyzeStep(result, config.slo));
     steps.push_back(analyze::ToJson(step));
+    AddServerFigures(outcome, outcome.steps.size() - 1, steps.back());
     if (std::optional<double> deviation = step.PromptDeviation();
         deviation && std::abs(*deviation) > config.prompt_tolerance) {
       outcome.notes.push_back(fmt::format(
@@ -241,6 +315,9 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
         "emulated engine: these figures describe bakeoff's model of an engine, not a real engine";
   }
   summary["prompt_calibration"] = calibration;
+  summary["metrics_file"] = timeline ? nlohmann::json("metrics.jsonl") : nlohmann::json();
+  summary["resources"] = ResourcesJson(outcome, config.price_per_hour);
+  summary["metrics_problems"] = timeline ? nlohmann::json(timeline->Problems()) : nlohmann::json::array();
   WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;
 }

@@ -24,6 +24,8 @@
 #include "core/file.h"
 #include "analyze/step_analysis.h"
 #include "load/runner.h"
+#include "target/metrics_timeline.h"
+#include "target/resource_telemetry.h"
 #include "workload/trace.h"
 
 namespace bakeoff::run {
@@ -37,6 +39,18 @@ struct BenchConfig {
   double prompt_tolerance = 0.05;  // refuse when the checked prompt length is off by more
   nlohmann::json flags;          // the full configuration as given, recorded in summary.json
   std::shared_ptr<const workload::Trace> trace;  // kept alive for trace-replay steps
+  // The engine's metrics page, scraped every `metrics_interval` beside the load into
+  // <out>/metrics.jsonl (target/metrics_timeline.h); an empty path or a zero interval: not scraped.
+  std::string metrics_path = "/metrics";
+  Nanos metrics_interval = std::chrono::seconds(1);
+  const target::EngineAdapter* adapter = nullptr;  // its metric names; null: any engine's
+  // Resources the engine uses while it serves (target/resource_telemetry.h), into
+  // <out>/telemetry.jsonl: its process tree's CPU and RSS when its pid is known, GPUs via nvidia-smi.
+  std::optional<pid_t> engine_pid;
+  bool gpu_telemetry = true;
+  Nanos telemetry_interval = std::chrono::seconds(1);
+  // Cost per output token from this price (per hour of everything the engine runs on); 0: none.
+  double price_per_hour = 0;
 };
 
 struct BenchOutcome {
@@ -46,6 +60,9 @@ struct BenchOutcome {
   std::filesystem::path summary_path;
   std::filesystem::path records_path;
   std::vector<std::string> notes;  // calibration results and warnings, for the user
+  std::vector<target::StepServerFigures> server;  // the engine's own figures per step, when scraped
+  std::filesystem::path metrics_path;             // metrics.jsonl, when scraped
+  std::optional<target::ResourceSummary> resources;  // what the engine used, when sampled
   std::string summary_error;       // summary.json or records could not be written (exit 1)
 };
 

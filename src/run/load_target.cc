@@ -36,6 +36,10 @@ Result<BenchOutcome> RunLoadJob(const LoadTarget& target, LoadJob job, const std
     request.min_tokens_field = target.min_tokens_field;
   }
   config.url = target.url;
+  config.adapter = target.adapter;
+  config.metrics_path = target.metrics_path;
+  config.engine_pid = target.engine_pid;
+  config.price_per_hour = target.price_per_hour;
   config.slo = std::move(job.slo);
   config.out_dir = std::move(job.out_dir);
   config.flags = std::move(job.flags);

@@ -13,12 +13,14 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "emulate/simulator.h"
 #include "run/bench.h"
+#include "target/adapters.h"
 
 namespace bakeoff::run {
 
@@ -29,6 +31,10 @@ struct LoadTarget {
   net::ClientOptions client;
   const char* min_tokens_field = "min_tokens";  // static storage (an adapter's); nullptr: none
   bool can_force_length = true;  // the engine honours ignore_eos (else answers may end early)
+  const target::EngineAdapter* adapter = nullptr;  // its metric names; null: any engine's
+  std::string metrics_path = "/metrics";           // scraped beside the load; empty: not scraped
+  std::optional<pid_t> engine_pid;                 // a launched engine: its CPU and memory are sampled
+  double price_per_hour = 0;                       // for cost per output token in summary.json
   // The virtual clock: the engine model and its preset's name.
   emulate::SimConfig sim;
   std::string preset;

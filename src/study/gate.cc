@@ -79,7 +79,10 @@ void GateOneCandidate(const Study& study, const Catalog* catalog, const Candidat
     // The entry must describe what the candidate runs: the emulator's entries only emulated
     // candidates, with the same preset.
     const bool emulated = candidate.kind == CandidateKind::kEmulated;
-    const std::string preset = std::filesystem::path(candidate.preset).stem().string();
+    // A preset file is named by its stem, a preset name as it is (names may hold dots).
+    const bool file = candidate.preset.find('/') != std::string::npos || candidate.preset.ends_with(".yaml") ||
+                      candidate.preset.ends_with(".yml");
+    const std::string preset = file ? std::filesystem::path(candidate.preset).stem().string() : candidate.preset;
     if (emulated != entry->emulated()) {
       add.Add("kind", CellStatus::kFail,
               emulated ? fmt::format("an emulated candidate names {}, an entry for {}", entry->id, entry->engine)

@@ -107,6 +107,10 @@ void ReadSlo(yaml::MapReader& root, Study& s) {
       if (!value) continue;
       // A bare number means milliseconds to --slo but seconds everywhere else in a study: here
       // the unit must be written.
+      if (value->ends_with("min") || value->ends_with("h")) {
+        latency->Error(key, fmt::format("'{}': latency thresholds take ms or s, e.g. 2s or 250ms", *value));
+        continue;
+      }
       if (!value->ends_with("ms") && !value->ends_with("s")) {
         latency->Error(key, fmt::format("'{}' has no unit: write it, e.g. 2s or 250ms", *value));
         continue;

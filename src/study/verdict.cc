@@ -451,6 +451,7 @@ void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable
     }
   }
   for (const CandidateResult& c : candidates) {
+    if (c.eliminated) continue;  // it was never measured, so no unequal work was compared
     for (const std::string& note : c.unequal_work) v.mistakes.push_back({"unequal_work", c.name + ": " + note});
   }
   for (const GateRow& row : gate.rows) {

@@ -523,6 +523,11 @@ std::optional<double> SignalValue(const MetricsPage& page, const SignalMetric& m
   return page.Sum(metric.family, match);
 }
 
+std::optional<MetricsPage::Histogram> SignalHistogram(const MetricsPage& page, const SignalMetric& metric) {
+  if (metric.kind != SignalKind::kHistogram) return std::nullopt;
+  return page.HistogramOf(metric.family, SelectorLabels(metric.selector));
+}
+
 const SignalMetric* FindAdapterSignal(const EngineAdapter& adapter, const MetricsPage& page,
                                       Signal signal) {
   for (const SignalMetric* metric : adapter.MetricsFor(signal)) {

@@ -146,6 +146,10 @@ std::optional<std::string> ReadVersion(const VersionSource& source, std::string_
 // the series its selector picks, or over all series).
 std::optional<double> SignalValue(const MetricsPage& page, const SignalMetric& metric);
 
+// A histogram metric's buckets, sum and count over the series its selector picks; nullopt when
+// `page` has none (or `metric` is not a histogram).
+std::optional<MetricsPage::Histogram> SignalHistogram(const MetricsPage& page, const SignalMetric& metric);
+
 // The first of `adapter`'s metrics for `signal` that `page` has; null when none.
 const SignalMetric* FindAdapterSignal(const EngineAdapter& adapter, const MetricsPage& page,
                                       Signal signal);

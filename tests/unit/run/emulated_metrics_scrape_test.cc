@@ -1,6 +1,6 @@
 // The emulated engine's /metrics page read by the scraper's parser (target/prometheus.h): what
 // emulate/metrics.cc renders, target/prometheus.cc reads back to the same figures. Lives in the
-// analyze tests because analyze is the first layer that links both emulate and target.
+// run tests because run is the first layer that links both emulate and target.
 #include <cmath>
 #include <limits>
 #include <optional>

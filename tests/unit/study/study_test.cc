@@ -93,6 +93,35 @@ TEST(StudyTest, CrossFieldRulesNameTheFieldToChange) {
   EXPECT_NE(s.error().message.find("needs `catalog: FILE`"), std::string::npos) << s.error().message;
 }
 
+TEST(StudyTest, NamesAndRangesAreCheckedWhenTheStudyIsRead) {
+  const std::string wrong = R"(name: checks
+model: {name: m, architecture: llama, quantization: bf16, max_context: 4096}
+hardware: {accelerator: nvidai}
+traffic: {shape: s.yaml}
+slo:
+  latency: {ttft_p99: 2, tpot_p99: 1min}
+candidates:
+  - {name: a, url: "http://127.0.0.1:1", engine: vllmm}
+plan:
+  probes: []
+  capacity: {start_per_s: 900, min_per_s: 1, max_per_s: 100}
+)";
+  Result<Study> s = ParseStudy(wrong, "checks.yaml");
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message;
+  for (const char* expected : {"checks.yaml:3: hardware.accelerator:", "nvidia",
+                               "checks.yaml:6: slo.latency.ttft_p99: '2' has no unit",
+                               "slo.latency.tpot_p99: '1min': latency thresholds take ms or s",
+                               "candidates[0].engine: unknown engine 'vllmm'", "plan.probes: names no probe",
+                               "plan.capacity.start_per_s: 900 is outside"}) {
+    EXPECT_NE(m.find(expected), std::string::npos) << "missing: " << expected << "\n" << m;
+  }
+  // An engine named by an alias is kept under its adapter's name.
+  Result<Study> ok = ParseStudy(kMinimal + "    engine: vLLM\n", "alias.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->candidates[0].engine, "vllm");
+}
+
 TEST(StudyTest, AnEmptyOrNonMappingFileIsRefusedPlainly) {
   EXPECT_NE(ParseStudy("", "e.yaml").error().message.find("e.yaml:1: empty study"), std::string::npos);
   EXPECT_NE(ParseStudy("- a\n- b\n", "l.yaml").error().message.find("expected a mapping"), std::string::npos);
