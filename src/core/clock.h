@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <cstdint>
 
 namespace bakeoff {
@@ -67,5 +68,10 @@ inline Nanos FromMillis(double ms) { return FromSeconds(ms / 1e3); }
 // The longest duration bakeoff accepts from a user or derives from user input (a flag, a trace's
 // arrival times scaled, a schedule's last instant): about 3 years, far inside what Nanos holds.
 inline constexpr double kMaxDurationSeconds = 1e8;
+
+// The wall clock now in UTC, ISO 8601 to the second ("2026-12-01T11:32:02Z"), and today's date
+// ("2026-12-01"), for records that say when they were made.
+std::string UtcNowIso();
+std::string UtcTodayIso();
 
 }  // namespace bakeoff

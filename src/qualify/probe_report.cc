@@ -18,22 +18,13 @@ Json FindingJson(const Finding& finding) {
           {"evidence", finding.evidence}};
 }
 
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 }  // namespace
 
 std::string ProbesJson(const ProbeRun& run, const ProbedTarget& target) {
   Json j;
   j["schema_version"] = kProbesSchemaVersion;
   j["tool"] = std::string("bakeoff ") + BAKEOFF_VERSION;
-  j["date"] = UtcNow();
+  j["date"] = UtcNowIso();
   j["target"] = {
       {"url", target.url}, {"mode", target.mode}, {"model", run.model}, {"emulated", run.emulated}};
   if (!target.command.empty()) j["target"]["command"] = target.command;

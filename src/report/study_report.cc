@@ -52,13 +52,6 @@ std::string Banner(const StudyResults& r) {
                "conclusion about any real engine's performance.";
 }
 
-const study::StepFigures* FirstStep(const CandidateResult& c, study::Phase phase) {
-  for (const study::PhaseResult& p : c.phases) {
-    if (p.phase == phase && !p.steps.empty()) return &p.steps.front();
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::string StudyMarkdown(const StudyResults& r) {
@@ -101,13 +94,8 @@ std::string StudyMarkdown(const StudyResults& r) {
   for (const CandidateResult& c : r.candidates) {
     const CandidateVerdict* v = VerdictOf(r, c.name);
     if (v == nullptr) continue;
-    double ttft = -1;
-    if (const study::CapacitySummary::Point* at = c.capacity.AtCapacity(); at != nullptr && !at->trials.empty()) {
-      ttft = 0;
-      for (const study::StepFigures& t : at->trials) ttft = std::max(ttft, t.ttft_p99_ms);
-    }
     md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", Cell(c.name), c.emulated ? " (emulated)" : "",
-                      study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(ttft),
+                      study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(v->ttft_p99_ms),
                       Num(v->cost_per_million_tokens), v->rank > 0 ? std::to_string(v->rank) : "-");
   }
 
@@ -195,16 +183,9 @@ std::string StudySummaryText(const StudyResults& r) {
   for (const CandidateResult& c : r.candidates) {
     const CandidateVerdict* v = VerdictOf(r, c.name);
     if (v == nullptr) continue;
-    double ttft = -1;
-    if (const study::CapacitySummary::Point* at = c.capacity.AtCapacity(); at != nullptr && !at->trials.empty()) {
-      ttft = 0;
-      for (const study::StepFigures& t : at->trials) ttft = std::max(ttft, t.ttft_p99_ms);
-    } else if (const study::StepFigures* replay = FirstStep(c, study::Phase::kReplay)) {
-      ttft = replay->ttft_p99_ms;
-    }
     out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n",
                        c.name + (c.emulated ? "*" : ""), study::CandidateStatusName(v->status),
-                       Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(ttft),
+                       Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(v->ttft_p99_ms),
                        c.probes.cold_start_s >= 0 ? fmt::format("{:.2f} s", c.probes.cold_start_s) : "-",
                        v->rank > 0 ? std::to_string(v->rank) : "-");
   }

@@ -17,15 +17,6 @@
 namespace bakeoff::run {
 namespace {
 
-std::string IsoTimeNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 // The calibration as summary.json shows it (docs/formats/summary.md).
 nlohmann::json CalibrationJson(const target::PromptCalibration& c) {
   nlohmann::json j = {{"checked", c.checked}};
@@ -255,7 +246,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   }
   JsonlRecordSink sink(*writer.value());
 
-  const std::string started = IsoTimeNow();
+  const std::string started = UtcNowIso();
   config.run.slo = config.slo.RequestThresholds();
   std::unique_ptr<target::MetricsTimeline> timeline;
   if (!config.metrics_path.empty() && config.metrics_interval > Nanos(0)) {
@@ -302,7 +293,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   }
   nlohmann::json summary = SummaryPreamble(config.run.seed, config.flags);
   summary["started_at"] = started;
-  summary["finished_at"] = IsoTimeNow();
+  summary["finished_at"] = UtcNowIso();
   summary["target"] = {{"url", config.url},
                        {"model", target.request.model},
                        {"emulated", outcome.emulated}};

@@ -206,9 +206,7 @@ void GateOneCandidate(const Study& study, const Catalog* catalog, const Candidat
   }
 
   if (entry && !entry->sunset.empty()) {
-    const std::string today = yaml::FormatIsoDate(std::chrono::duration_cast<std::chrono::days>(
-                                                      std::chrono::system_clock::now().time_since_epoch())
-                                                      .count());
+    const std::string today = UtcTodayIso();
     if (entry->sunset <= today) {
       add.Add("sunset", CellStatus::kFail, fmt::format("sunset on {} (today {})", entry->sunset, today), "sunset");
     } else {

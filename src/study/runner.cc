@@ -48,15 +48,6 @@ std::string Sha256Hex(std::string_view bytes) {
   return hex;
 }
 
-std::string NowUtc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
-
 // A loopback port nobody listens on right now (the kernel's choice).
 Result<std::uint16_t> FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -320,8 +311,7 @@ class StudyRunner {
       } else {
         catalog_ = std::move(catalog.value());
         LintOptions lint;
-        lint.today = yaml::FormatIsoDate(
-            std::chrono::duration_cast<std::chrono::days>(std::chrono::system_clock::now().time_since_epoch()).count());
+        lint.today = UtcTodayIso();
         lint_ = LintCatalog(*catalog_, lint);
         catalog_->source = "catalog.yaml";  // gate evidence points at the bundle's copy
       }
@@ -410,7 +400,7 @@ class StudyRunner {
     if (catalog_) {
       if (Result<std::string> text = ReadFile(catalog_->file); text.ok()) catalog_hash_ = Sha256Hex(text.value());
     }
-    started_at_ = NowUtc();
+    started_at_ = UtcNowIso();
     std::error_code ec;
     if (fs::exists(out / "manifest.json", ec)) {
       Result<std::string> manifest = ReadFile(out / "manifest.json");
@@ -580,6 +570,16 @@ class StudyRunner {
     }
     target::Candidate& c = *found->second;
     if (Status up = c.EnsureUp(c.spec().ready_timeout); !up.ok()) return up.error();
+    // A launched engine's version (and engine, when the study named none) is read once it serves.
+    CandidateResult& r = results_.candidates[i];
+    if (r.version.empty()) {
+      Result<target::Detection> d = target::DetectEngine(c.endpoint());
+      if (d.ok() && !d->version.empty()) {
+        r.version = d->version;
+        r.version_source = "discovered (" + d->version_source + ")";
+      }
+      if (d.ok() && r.engine.empty() && d->adapter != nullptr) r.engine = std::string(d->adapter->name);
+    }
     return &c;
   }
 
@@ -807,6 +807,7 @@ class StudyRunner {
     const fs::path dir = Dir(i, name);
     if (std::optional<PhaseResult> saved = Saved(dir, PhaseResultFromJson)) {
       if (!saved->error.empty()) c.failed = saved->error;
+      c.emulated = c.emulated || saved->emulated;
       c.phases.push_back(std::move(*saved));
       results_.resumed.push_back(study_.candidates[i].name + "/" + name);
       return;
@@ -843,6 +844,8 @@ class StudyRunner {
       if (!step.stopped_reason.empty()) result.error = c.failed = fmt::format("{}: {}", name, step.stopped_reason);
     }
     if (phase == Phase::kReplay && !result.steps.empty()) HeadOfLine(outcome->records_path, result.steps.front());
+    // A server that says it is bakeoff's emulated engine is labelled so, however it was started.
+    if (outcome->emulated) result.emulated = c.emulated = true;
     if (outcome->interrupted || halt_.halted()) {
       Skip(i, name, halt_.user_stopped() ? "interrupted" : "cut when the budget was spent");
       return;
@@ -869,6 +872,7 @@ class StudyRunner {
     const fs::path dir = Dir(i, "capacity");
     if (std::optional<CapacitySummary> saved = Saved(dir, CapacitySummaryFromJson)) {
       c.capacity = std::move(*saved);
+      c.emulated = c.emulated || c.capacity.emulated;
       results_.resumed.push_back(study_.candidates[i].name + "/capacity");
       return;
     }
@@ -926,6 +930,7 @@ class StudyRunner {
       const analyze::StepAnalysis& step = outcome->steps.front();
       analyze::RateTrial t = analyze::TrialFromStep(step, rate, repeat);
       t.interrupted = t.interrupted || outcome->interrupted;
+      if (outcome->emulated) c.capacity.emulated = c.emulated = true;
       t.where = Relative(outcome->records_path);
       trials[rate].push_back(FiguresOf(step, t.where));
       log_(fmt::format("{}:   {:.4g} req/s (repeat {}): attainment {:.1f}%, TTFT p99 {:.0f} ms",
@@ -973,7 +978,7 @@ class StudyRunner {
             {"tool", "bakeoff"},
             {"tool_version", BAKEOFF_VERSION},
             {"created_utc", started_at_},
-            {"finished_utc", NowUtc()},
+            {"finished_utc", UtcNowIso()},
             {"study", study_.name},
             {"study_file", study_.file.string()},
             {"study_sha256", results_.study_hash},
