@@ -20,6 +20,7 @@
 #include "cli/table.h"
 #include "target/adapters.h"
 #include "target/discovery.h"
+#include "target/metrics_timeline.h"
 
 namespace bakeoff::cli {
 namespace {
@@ -117,6 +118,9 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   Result<Nanos> metrics_interval = ParseDuration("--metrics-interval", f.metrics_interval);
   if (!metrics_interval.ok()) return usage(metrics_interval.error().message);
   config.metrics_interval = metrics_interval.value();
+  if (config.metrics_interval > Nanos(0) && config.metrics_interval < target::kMinScrapeInterval) {
+    return usage("--metrics-interval: at least 100ms (or 0 to turn scraping off)");
+  }
   config.metrics_path = !f.metrics_path.empty() ? f.metrics_path
                         : adapter != nullptr    ? std::string(adapter->metrics_path)
                                                 : "/metrics";
@@ -208,7 +212,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
               "Do not measure how the server counts prompts (tokenize route, usage of probe requests)");
   c->add_option("--engine", flags->engine,
                 "Engine adapter for engine-specific request fields and metric names (bakeoff detect --list); "
-                "auto: detected")
+                "auto: detected when --ignore-eos needs it, else the metrics page is read with every engine's names")
       ->capture_default_str();
   c->add_option("--metrics-interval", flags->metrics_interval,
                 "Scrape the engine's metrics page this often beside the load into metrics.jsonl (0: never)")

@@ -420,6 +420,8 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
                           (results.empty() || results.back().stopped_reason.empty());
        ++s) {
     const StepSpec& step = spec.steps[s];
+    Progress progress;
+    if (on_tick) on_tick(s, progress);  // the step begins: watchers tag what they see with it
     std::vector<PlannedSend> schedule;  // trace replay
     std::uint64_t planned = 0;
     TracePlan trace_plan;
@@ -433,7 +435,6 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
       schedule = trace_plan.schedule;
       planned = schedule.size();
     }
-    Progress progress;
     context.run = &spec;
     context.step = &step;
     context.step_index = static_cast<std::uint32_t>(s);

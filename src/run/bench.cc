@@ -161,7 +161,12 @@ nlohmann::json ResourcesJson(const BenchOutcome& outcome, double price_per_hour)
   double output_tokens = 0;
   for (const analyze::StepAnalysis& s : outcome.steps) output_tokens += s.output_tokens_per_s * s.duration_s;
   const std::optional<double> energy = outcome.resources ? outcome.resources->Energy() : std::nullopt;
+  // The energy of the whole run window (warm-up, gaps between steps and the drain included) over
+  // the measured requests' tokens: an upper bound, and said so.
   j["joules_per_output_token"] = energy && output_tokens > 0 ? nlohmann::json(*energy / output_tokens) : nlohmann::json();
+  j["joules_per_output_token_basis"] =
+      "GPU energy over the whole run window (warm-up, gaps and drain included) / output tokens of measured "
+      "requests: an upper bound";
   // Cost per million output tokens at each step's own throughput: the price of the time the
   // engine needs to produce them at that pace.
   nlohmann::json cost = nlohmann::json::array();
@@ -194,7 +199,9 @@ void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& ou
   summary["records_file"] = "records.jsonl";
   summary["records_write_failed"] = sink.failed();
   summary["steps"] = std::move(steps);
-  Status written = WriteFileAtomically(outcome.summary_path, summary.dump(2) + "\n");
+  // Server text (a metrics page's error, an engine's message) may hold any bytes.
+  Status written = WriteFileAtomically(
+      outcome.summary_path, summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!written.ok()) {
     outcome.summary_error = written.error().message;
   } else if (sink.failed()) {
@@ -252,6 +259,9 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   if (!config.metrics_path.empty() && config.metrics_interval > Nanos(0)) {
     target::TimelineOptions scrape;
     scrape.endpoint = target.endpoint;
+    if (config.adapter != nullptr && !config.adapter->metrics_port.empty()) {
+      scrape.endpoint.port = std::string(config.adapter->metrics_port);
+    }
     scrape.client = target.client;
     scrape.path = config.metrics_path;
     scrape.interval = config.metrics_interval;
@@ -261,10 +271,13 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     timeline = target::MetricsTimeline::Start(std::move(scrape), log);
   }
   std::unique_ptr<target::ResourceTelemetry> telemetry;
-  if (config.telemetry_interval > Nanos(0) && (config.engine_pid || config.gpu_telemetry)) {
+  // This host's GPUs say something about the engine only when it runs here.
+  const bool local = target.endpoint.host == "127.0.0.1" || target.endpoint.host == "localhost" ||
+                     target.endpoint.host == "::1" || config.engine_pid.has_value();
+  if (config.telemetry_interval > Nanos(0) && (config.engine_pid || (config.gpu_telemetry && local))) {
     target::TelemetryOptions sample;
     sample.process = config.engine_pid;
-    sample.gpus = config.gpu_telemetry;
+    sample.gpus = config.gpu_telemetry && local;
     sample.interval = config.telemetry_interval;
     sample.jsonl = config.out_dir / "telemetry.jsonl";
     telemetry = target::ResourceTelemetry::Start(std::move(sample), log);
@@ -275,8 +288,8 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   };
   std::vector<load::StepResult> results = load::RunLoad(config.run, sink, stop, tick);
   outcome.interrupted = stop.load();
+  if (telemetry) outcome.resources = telemetry->Stop();  // first: its window is the load's
   if (timeline) outcome.server = timeline->Stop();
-  if (telemetry) outcome.resources = telemetry->Stop();
 
   nlohmann::json steps = nlohmann::json::array();
   for (const load::StepResult& result : results) {

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -572,7 +573,7 @@ class StudyRunner {
     if (Status up = c.EnsureUp(c.spec().ready_timeout); !up.ok()) return up.error();
     // A launched engine's version (and engine, when the study named none) is read once it serves.
     CandidateResult& r = results_.candidates[i];
-    if (r.version.empty()) {
+    if (r.version.empty() && detected_.insert(i).second) {  // once: not before every trial
       Result<target::Detection> d = target::DetectEngine(c.endpoint());
       if (d.ok() && !d->version.empty()) {
         r.version = d->version;
@@ -1008,6 +1009,7 @@ class StudyRunner {
   bool resuming_ = false;
   std::string started_at_;
   std::map<std::size_t, std::unique_ptr<target::Candidate>> processes_;
+  std::set<std::size_t> detected_;  // launched candidates already asked for their version
 };
 
 }  // namespace

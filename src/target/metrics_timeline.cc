@@ -25,9 +25,6 @@ double ToMs(double value, std::string_view unit) {
 }
 
 bool IsGauge(Signal s) { return s == Signal::kRunning || s == Signal::kWaiting || s == Signal::kKvUsage; }
-bool IsHistogram(Signal s) {
-  return s == Signal::kTtft || s == Signal::kInterTokenLatency || s == Signal::kE2eLatency || s == Signal::kQueueTime;
-}
 
 // What a step keeps of its scrapes (bounded however long the step).
 struct StepAccumulator {
@@ -41,6 +38,9 @@ struct StepAccumulator {
 
 std::map<Signal, SignalReading> ReadSignals(const MetricsPage& page, const EngineAdapter* adapter) {
   std::map<Signal, SignalReading> out;
+  // An adapter without metric names (generic-openai, KServe fronting another engine) reads the
+  // page with every engine's names.
+  if (adapter != nullptr && adapter->metrics.empty()) adapter = nullptr;
   for (const SignalInfo& info : CanonicalSignals()) {
     std::vector<const SignalMetric*> metrics;
     if (adapter != nullptr) {
@@ -53,8 +53,13 @@ std::map<Signal, SignalReading> ReadSignals(const MetricsPage& page, const Engin
     for (const SignalMetric* metric : metrics) {
       std::optional<double> value = SignalValue(page, *metric);
       if (!value) continue;
-      SignalReading reading{*value, 0, std::string(metric->family), std::string(metric->unit)};
-      if (std::optional<MetricsPage::Histogram> h = SignalHistogram(page, *metric)) reading.sum = h->sum;
+      if (!std::isfinite(*value)) continue;  // NaN or Inf: not a reading (null means "not shown")
+      SignalReading reading{*value, 0, std::string(metric->family), std::string(metric->unit),
+                            metric->kind == SignalKind::kHistogram};
+      if (std::optional<MetricsPage::Histogram> h = SignalHistogram(page, *metric)) {
+        if (!std::isfinite(h->sum)) continue;
+        reading.sum = h->sum;
+      }
       out.emplace(info.signal, std::move(reading));
       break;
     }
@@ -116,7 +121,7 @@ struct MetricsTimeline::Impl {
       for (const SignalInfo& info : CanonicalSignals()) {
         auto it = signals->find(info.signal);
         if (it == signals->end()) continue;
-        if (!IsHistogram(info.signal)) {
+        if (!it->second.histogram) {
           values[std::string(info.name)] = it->second.value;
         } else {
           values[std::string(info.name)] = {{"count", it->second.value}, {"sum", it->second.sum}, {"unit", it->second.unit}};
@@ -126,7 +131,8 @@ struct MetricsTimeline::Impl {
     } else {
       line["error"] = error;
     }
-    if (writer) (void)writer->Append(line.dump());
+    // The page's own text can be any bytes: never let it break the line (or the thread).
+    if (writer) (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 
     std::lock_guard<std::mutex> lock(mutex);
     StepAccumulator& acc = steps[step];
@@ -152,15 +158,27 @@ struct MetricsTimeline::Impl {
     previous = signals;
   }
 
+  // The first scrape (the baseline) is taken by Start itself, before the load begins.
   void Loop(const std::atomic<std::size_t>& step) {
-    MonoTime next = start;
+    MonoTime next = std::chrono::steady_clock::now();
     for (;;) {
+      // After a slow scrape the next one waits its interval: no burst to catch up.
+      next = std::max(next + options.interval, std::chrono::steady_clock::now());
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (wake.wait_until(lock, next, [this] { return stopping; })) break;
+      }
       ScrapeOnce(step.load(std::memory_order_relaxed));
-      next += options.interval;
-      std::unique_lock<std::mutex> lock(mutex);
-      if (wake.wait_until(lock, next, [this] { return stopping; })) break;
     }
     ScrapeOnce(step.load(std::memory_order_relaxed));  // the end of the last step
+  }
+
+  void Guarded(const std::function<void()>& body) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      Problem("exception", fmt::format("metrics scraping stopped: {}", e.what()));
+    }
   }
 };
 
@@ -173,9 +191,10 @@ MetricsTimeline::~MetricsTimeline() {
 std::unique_ptr<MetricsTimeline> MetricsTimeline::Start(TimelineOptions options,
                                                         std::function<void(const std::string&)> log) {
   auto impl = std::make_unique<Impl>();
-  // One scrape never takes longer than the interval (at most 2 s): the timeline keeps its pace
-  // and a hung server costs one line, never the load's time.
-  const Nanos bound = std::min<Nanos>(options.interval, std::chrono::seconds(2));
+  // One scrape takes at most max(0.5 s, the interval) and never more than 2 s: the timeline
+  // keeps its pace and a hung server costs one line, never the load's time.
+  options.interval = std::max<Nanos>(options.interval, kMinScrapeInterval);
+  const Nanos bound = std::clamp<Nanos>(options.interval, std::chrono::milliseconds(500), std::chrono::seconds(2));
   options.client.deadlines.connect = bound;
   options.client.deadlines.first_byte = bound;
   options.client.deadlines.idle = bound;
@@ -193,7 +212,8 @@ std::unique_ptr<MetricsTimeline> MetricsTimeline::Start(TimelineOptions options,
   std::unique_ptr<MetricsTimeline> timeline(new MetricsTimeline(std::move(impl)));
   Impl* raw = timeline->impl_.get();
   const std::atomic<std::size_t>* step = &timeline->step_;
-  raw->thread = std::thread([raw, step] { raw->Loop(*step); });
+  raw->Guarded([raw] { raw->ScrapeOnce(0); });  // the baseline, before any request is sent
+  raw->thread = std::thread([raw, step] { raw->Guarded([raw, step] { raw->Loop(*step); }); });
   return timeline;
 }
 
@@ -206,15 +226,16 @@ std::vector<StepServerFigures> MetricsTimeline::Stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
   std::vector<StepServerFigures> out;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  for (const auto& [step, acc] : impl_->steps) {
+  for (const auto& entry : impl_->steps) {
+    const StepAccumulator& acc = entry.second;  // not a structured binding: lambdas below use it
     StepServerFigures f;
-    f.step = step;
+    f.step = entry.first;
     f.scrapes = acc.scrapes;
     f.failed_scrapes = acc.failed;
     auto gauge = [&](Signal s, std::optional<double>& peak, std::optional<double>& mean) {
       auto it = acc.gauge_sum_peak.find(s);
       if (it == acc.gauge_sum_peak.end()) return;
-      peak = it->second.second;
+      peak = it->second.second;  // finite: ReadSignals drops NaN and Inf
       mean = it->second.first / static_cast<double>(acc.gauge_n.at(s));
     };
     gauge(Signal::kRunning, f.running_peak, f.running_mean);
@@ -227,7 +248,7 @@ std::vector<StepServerFigures> MetricsTimeline::Stop() {
     };
     auto mean_ms = [&](Signal s, std::optional<double>& mean, std::optional<double>* count) {
       auto a = acc.first.find(s), b = acc.last.find(s);
-      if (a == acc.first.end() || b == acc.last.end()) return;
+      if (a == acc.first.end() || b == acc.last.end() || !b->second.histogram) return;  // a counter has no mean
       const double n = b->second.value - a->second.value;
       if (count) *count = n;
       if (n > 0) mean = ToMs((b->second.sum - a->second.sum) / n, b->second.unit);

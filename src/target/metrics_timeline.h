@@ -12,8 +12,9 @@
 // the load goes on. Units: the adapter's, converted to milliseconds for latencies.
 // Does not own: the page parser (target/prometheus.h), the metric names (target/adapters.h).
 //
-// Thread-safety: Start spawns the scraping thread; SetStep may be called from any thread; Stop
-// joins it (waiting at most one scrape's timeout).
+// Thread-safety: Start takes the first scrape (the baseline) and spawns the scraping thread;
+// SetStep may be called from any thread; Stop joins it (waiting for the scrape in flight and a
+// last one, each bounded by 2 s).
 #pragma once
 
 #include <atomic>
@@ -41,14 +42,19 @@ struct SignalReading {
   double sum = 0;    // a histogram's sum, in `unit`
   std::string family;
   std::string unit;  // "s", "ms", "us", "fraction", ... ("" when unknown: taken as the engine's default)
+  bool histogram = false;  // a histogram (count and sum); false: a gauge or counter, even for a
+                           // latency an engine exposes as a cumulative counter (Triton)
 };
+
+// Scrapes closer together than this would compete with the load for the client's cores.
+inline constexpr Nanos kMinScrapeInterval = std::chrono::milliseconds(100);
 
 // Every canonical signal `page` shows: with an adapter, its own families (units and label
 // selectors included); without one, the first family any adapter names that the page has.
 std::map<Signal, SignalReading> ReadSignals(const MetricsPage& page, const EngineAdapter* adapter);
 
 struct TimelineOptions {
-  net::Endpoint endpoint;
+  net::Endpoint endpoint;  // the engine's metrics port when the adapter names one (Triton: 8002)
   net::ClientOptions client;
   std::string path = "/metrics";
   Nanos interval = std::chrono::seconds(1);

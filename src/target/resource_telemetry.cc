@@ -160,6 +160,7 @@ struct ResourceTelemetry::Impl {
   std::thread sampler, gpu_reader;
   ResourceSummary summary;  // guarded by mutex
   double cpu_sum = 0, rss_sum = 0;
+  std::uint64_t cpu_n = 0;  // samples with a CPU figure (the first has none)
   std::optional<std::pair<MonoTime, std::uint64_t>> last_cpu;  // (instant, ticks)
   std::map<int, GpuAccumulator> gpus;
   pid_t smi_pid = -1;
@@ -169,7 +170,8 @@ struct ResourceTelemetry::Impl {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   void Write(const nlohmann::json& line) {
-    if (writer) (void)writer->Append(line.dump());
+    // nvidia-smi's text (a GPU's name) may hold any bytes.
+    if (writer) (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   void Say(const std::string& text) {
     if (log) log(text);
@@ -204,6 +206,7 @@ struct ResourceTelemetry::Impl {
     summary.processes_peak = std::max<std::uint64_t>(summary.processes_peak, tree.size());
     if (cores) {
       cpu_sum += *cores;
+      ++cpu_n;
       summary.cpu_cores_peak = std::max(summary.cpu_cores_peak, *cores);
     }
     nlohmann::json line = {{"t_ms", std::round(Ms())}, {"kind", "process"}, {"processes", tree.size()},
@@ -215,7 +218,14 @@ struct ResourceTelemetry::Impl {
   void SampleLoop() {
     MonoTime next = start;
     for (;;) {
-      if (options.process) SampleProcess();
+      if (options.process) {
+        try {
+          SampleProcess();
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (summary.process_note.empty()) summary.process_note = std::string("process sampling failed: ") + e.what();
+        }
+      }
       next += options.interval;
       std::unique_lock<std::mutex> lock(mutex);
       if (wake.wait_until(lock, next, [this] { return stopping; })) break;
@@ -225,15 +235,20 @@ struct ResourceTelemetry::Impl {
   // nvidia-smi's own loop (-lms) writes a line per GPU per interval; we read until it ends.
   bool StartNvidiaSmi() {
     int fds[2];
-    if (::pipe(fds) != 0) return false;
+    if (::pipe2(fds, O_CLOEXEC) != 0) return false;
     const std::string every = std::to_string(std::max<long long>(100, std::chrono::duration_cast<std::chrono::milliseconds>(options.interval).count()));
     const pid_t pid = ::fork();
-    if (pid < 0) return false;
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return false;
+    }
     if (pid == 0) {
+      ::setpgid(0, 0);  // its own group: a kill reaches whatever it starts
       ::dup2(fds[1], STDOUT_FILENO);
       const int null = ::open("/dev/null", O_WRONLY);
       if (null >= 0) ::dup2(null, STDERR_FILENO);
-      ::close(fds[0]);
+      ::close_range(3, ~0U, 0);  // nothing of bakeoff's (sockets, files) stays open in it
       const char* argv[] = {options.nvidia_smi.c_str(),
                             "--query-gpu=index,name,utilization.gpu,memory.used,power.draw,clocks.sm",
                             "--format=csv,noheader,nounits", "-lms", every.c_str(), nullptr};
@@ -251,7 +266,10 @@ struct ResourceTelemetry::Impl {
     const MonoTime now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mutex);
     if (!s) {
-      if (summary.gpu_note.empty()) summary.gpu_note = fmt::format("nvidia-smi printed a line bakeoff cannot read: '{}'", text);
+      if (summary.gpu_note.empty()) {
+        summary.gpu_note = fmt::format("nvidia-smi printed a line bakeoff cannot read: '{}'", text);
+        Say(summary.gpu_note);
+      }
       return;
     }
     summary.gpus_sampled = true;
@@ -340,6 +358,7 @@ std::unique_ptr<ResourceTelemetry> ResourceTelemetry::Start(TelemetryOptions opt
       impl->gpu_reader = std::thread([raw] { raw->GpuLoop(); });
     } else {
       impl->summary.gpu_note = "could not start nvidia-smi: GPU figures unavailable";
+      if (impl->log) impl->log(impl->summary.gpu_note);
     }
   } else {
     impl->summary.gpu_note = "GPU sampling off";
@@ -358,10 +377,20 @@ ResourceSummary ResourceTelemetry::Stop() {
   i.wake.notify_all();
   if (i.sampler.joinable()) i.sampler.join();
   if (i.smi_pid > 0) {
-    ::kill(i.smi_pid, SIGTERM);
+    ::kill(-i.smi_pid, SIGTERM);
     if (i.gpu_reader.joinable()) i.gpu_reader.join();
+    // nvidia-smi stuck in the driver may ignore SIGTERM: wait 2 s, then SIGKILL, then 2 s more, then
+    // leave it (said) rather than hang the run.
     int status = 0;
-    ::waitpid(i.smi_pid, &status, 0);
+    bool reaped = false;
+    for (int round = 0; round < 2 && !reaped; ++round) {
+      if (round == 1) ::kill(-i.smi_pid, SIGKILL);
+      for (int n = 0; n < 40 && !reaped; ++n) {
+        reaped = ::waitpid(i.smi_pid, &status, WNOHANG) == i.smi_pid;
+        if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    if (!reaped) i.summary.gpu_note += fmt::format(" (nvidia-smi {} did not exit; left running)", i.smi_pid);
     ::close(i.smi_fd);
     i.smi_pid = -1;
     if (!i.summary.gpus_sampled && i.summary.gpu_note.empty()) {
@@ -375,7 +404,7 @@ ResourceSummary ResourceTelemetry::Stop() {
   ResourceSummary s = i.summary;
   s.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - i.start).count();
   if (s.process_samples > 0) s.rss_mean_mib = i.rss_sum / static_cast<double>(s.process_samples);
-  if (s.process_samples > 1) s.cpu_cores_mean = i.cpu_sum / static_cast<double>(s.process_samples - 1);
+  if (i.cpu_n > 0) s.cpu_cores_mean = i.cpu_sum / static_cast<double>(i.cpu_n);
   s.gpus.clear();
   for (auto& [index, g] : i.gpus) {
     GpuSummary out = g.summary;

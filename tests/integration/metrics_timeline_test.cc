@@ -4,6 +4,7 @@
 // and the timeline goes on; a scrape that hangs never holds the timeline past its bound.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -51,7 +52,7 @@ TEST(MetricsTimelineTest, ABenchAgainstTheEmulatorKeepsTheServersViewAndItAgrees
   step.label = "concurrency=4";
   config.run.steps = {step};
   config.out_dir = out;
-  config.metrics_interval = 100ms;
+  config.metrics_interval = 500ms;  // each scrape may take 500 ms: a loaded host still answers
   const std::atomic<bool> stop{false};
   Result<run::BenchOutcome> outcome = run::RunBench(config, stop, [](const std::string&) {}, nullptr);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
@@ -98,18 +99,21 @@ TEST(MetricsTimelineTest, APageThatDoesNotParseIsSaidOnceAndScrapingGoesOn) {
   fs::create_directories(out);
   target::TimelineOptions options;
   options.endpoint = net::ParseEndpoint(server.url()).value();
-  options.interval = 50ms;
+  options.interval = 250ms;
   options.jsonl = out / "metrics.jsonl";
   int logged = 0;
   auto timeline = target::MetricsTimeline::Start(options, [&](const std::string&) { ++logged; });
-  std::this_thread::sleep_for(300ms);
+  std::this_thread::sleep_for(800ms);
   const std::vector<target::StepServerFigures> figures = timeline->Stop();
   ASSERT_EQ(figures.size(), 1u);
   EXPECT_GE(figures[0].scrapes, 3u);
   EXPECT_EQ(figures[0].failed_scrapes, figures[0].scrapes);
-  EXPECT_EQ(timeline->Problems().size(), 1u);
-  EXPECT_EQ(logged, 1);
-  EXPECT_NE(timeline->Problems()[0].find("did not parse"), std::string::npos) << timeline->Problems()[0];
+  // Said once however many pages failed (a timeout on a loaded host would be a second kind).
+  const std::vector<std::string> problems = timeline->Problems();
+  EXPECT_EQ(std::count_if(problems.begin(), problems.end(),
+                          [](const std::string& p) { return p.find("did not parse") != std::string::npos; }),
+            1);
+  EXPECT_EQ(logged, static_cast<int>(problems.size()));
   fs::remove_all(out);
 }
 
@@ -119,12 +123,12 @@ TEST(MetricsTimelineTest, AHangingScrapeIsBoundedAndNeverHoldsTheCaller) {
   testing::ScriptedServer server(testing::Script{testing::Hang()}, hang);
   target::TimelineOptions options;
   options.endpoint = net::ParseEndpoint(server.url()).value();
-  options.interval = 200ms;  // each scrape is bounded by the interval
+  options.interval = 200ms;  // each scrape is bounded by max(0.5 s, the interval)
   auto timeline = target::MetricsTimeline::Start(options, nullptr);
   std::this_thread::sleep_for(500ms);
   const auto before = std::chrono::steady_clock::now();
   const std::vector<target::StepServerFigures> figures = timeline->Stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - before, 1500ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 3s) << "the scrape in flight and a last one, 0.5 s each";
   ASSERT_EQ(figures.size(), 1u);
   EXPECT_GE(figures[0].failed_scrapes, 2u);
 }
