@@ -55,9 +55,7 @@ struct PhaseResult {
   Phase phase = Phase::kSingle;
   std::uint32_t round = 0;
   std::vector<StepFigures> steps;
-  std::string error;           // the phase could not run or finish (the candidate failed)
-  std::string skipped_reason;  // not run (budget, interrupted, an earlier failure)
-  bool interrupted = false;
+  std::string error;  // a step was given up: the candidate failed there (kept, restored on resume)
   bool simulated = false;  // measured on the virtual clock
   bool emulated = false;   // against the emulated engine
 };
