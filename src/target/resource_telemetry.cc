@@ -1,25 +1,24 @@
 // target/resource_telemetry.cc: /proc and nvidia-smi sampling beside a load (resource_telemetry.h).
 #include "target/resource_telemetry.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/file.h"
 
@@ -48,7 +47,8 @@ std::optional<ProcStat> ReadStat(pid_t pid) {
   ProcStat s;
   s.pid = pid;
   s.ppid = static_cast<pid_t>(std::strtol(f[1].c_str(), nullptr, 10));
-  s.cpu_ticks = std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
+  s.cpu_ticks =
+      std::strtoull(f[11].c_str(), nullptr, 10) + std::strtoull(f[12].c_str(), nullptr, 10);
   s.rss_pages = std::strtoull(f[21].c_str(), nullptr, 10);
   return s;
 }
@@ -60,7 +60,8 @@ std::vector<ProcStat> AllProcesses() {
   while (dirent* e = ::readdir(dir)) {
     const char* name = e->d_name;
     if (name[0] < '0' || name[0] > '9') continue;
-    if (std::optional<ProcStat> s = ReadStat(static_cast<pid_t>(std::strtol(name, nullptr, 10)))) out.push_back(*s);
+    if (std::optional<ProcStat> s = ReadStat(static_cast<pid_t>(std::strtol(name, nullptr, 10))))
+      out.push_back(*s);
   }
   ::closedir(dir);
   return out;
@@ -89,7 +90,8 @@ std::vector<ProcStat> Tree(pid_t root) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -122,7 +124,8 @@ std::optional<GpuSample> ParseNvidiaSmiLine(std::string_view line) {
   std::vector<std::string_view> f;
   for (std::size_t start = 0;;) {
     const std::size_t comma = line.find(',', start);
-    f.push_back(Trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    f.push_back(Trim(line.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -167,11 +170,13 @@ struct ResourceTelemetry::Impl {
   int smi_fd = -1;
 
   double Ms() const {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
   }
   void Write(const nlohmann::json& line) {
     // nvidia-smi's text (a GPU's name) may hold any bytes.
-    if (writer) (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (writer)
+      (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   void Say(const std::string& text) {
     if (log) log(text);
@@ -190,12 +195,14 @@ struct ResourceTelemetry::Impl {
     }
     std::uint64_t ticks = 0, pages = 0;
     for (const ProcStat& s : tree) ticks += s.cpu_ticks, pages += s.rss_pages;
-    const double rss_mib = static_cast<double>(pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20);
+    const double rss_mib =
+        static_cast<double>(pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20);
     std::optional<double> cores;
     if (last_cpu) {
       const double seconds = std::chrono::duration<double>(now - last_cpu->first).count();
       if (seconds > 0 && ticks >= last_cpu->second) {
-        cores = static_cast<double>(ticks - last_cpu->second) / static_cast<double>(::sysconf(_SC_CLK_TCK)) / seconds;
+        cores = static_cast<double>(ticks - last_cpu->second) /
+                static_cast<double>(::sysconf(_SC_CLK_TCK)) / seconds;
       }
     }
     last_cpu = {now, ticks};
@@ -209,7 +216,9 @@ struct ResourceTelemetry::Impl {
       ++cpu_n;
       summary.cpu_cores_peak = std::max(summary.cpu_cores_peak, *cores);
     }
-    nlohmann::json line = {{"t_ms", std::round(Ms())}, {"kind", "process"}, {"processes", tree.size()},
+    nlohmann::json line = {{"t_ms", std::round(Ms())},
+                           {"kind", "process"},
+                           {"processes", tree.size()},
                            {"rss_mib", rss_mib}};
     line["cpu_cores"] = cores ? nlohmann::json(*cores) : nlohmann::json();
     Write(line);
@@ -223,7 +232,8 @@ struct ResourceTelemetry::Impl {
           SampleProcess();
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> lock(mutex);
-          if (summary.process_note.empty()) summary.process_note = std::string("process sampling failed: ") + e.what();
+          if (summary.process_note.empty())
+            summary.process_note = std::string("process sampling failed: ") + e.what();
         }
       }
       next += options.interval;
@@ -236,7 +246,8 @@ struct ResourceTelemetry::Impl {
   bool StartNvidiaSmi() {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return false;
-    const std::string every = std::to_string(std::max<long long>(100, std::chrono::duration_cast<std::chrono::milliseconds>(options.interval).count()));
+    const std::string every = std::to_string(std::max<long long>(
+        100, std::chrono::duration_cast<std::chrono::milliseconds>(options.interval).count()));
     const pid_t pid = ::fork();
     if (pid < 0) {
       ::close(fds[0]);
@@ -249,9 +260,13 @@ struct ResourceTelemetry::Impl {
       const int null = ::open("/dev/null", O_WRONLY);
       if (null >= 0) ::dup2(null, STDERR_FILENO);
       ::close_range(3, ~0U, 0);  // nothing of bakeoff's (sockets, files) stays open in it
-      const char* argv[] = {options.nvidia_smi.c_str(),
-                            "--query-gpu=index,name,utilization.gpu,memory.used,power.draw,clocks.sm",
-                            "--format=csv,noheader,nounits", "-lms", every.c_str(), nullptr};
+      const char* argv[] = {
+          options.nvidia_smi.c_str(),
+          "--query-gpu=index,name,utilization.gpu,memory.used,power.draw,clocks.sm",
+          "--format=csv,noheader,nounits",
+          "-lms",
+          every.c_str(),
+          nullptr};
       ::execvp(argv[0], const_cast<char* const*>(argv));
       ::_exit(127);
     }
@@ -286,7 +301,8 @@ struct ResourceTelemetry::Impl {
       // Trapezoids between consecutive samples.
       if (g.last_at && g.last_power) {
         g.summary.energy_j = g.summary.energy_j.value_or(0) +
-                             (*g.last_power + *s->power_w) / 2 * std::chrono::duration<double>(now - *g.last_at).count();
+                             (*g.last_power + *s->power_w) / 2 *
+                                 std::chrono::duration<double>(now - *g.last_at).count();
       }
       g.last_power = s->power_w;
     } else {
@@ -294,8 +310,12 @@ struct ResourceTelemetry::Impl {
     }
     g.last_at = now;
     if (s->sm_clock_mhz) g.clock_sum += *s->sm_clock_mhz, ++g.clock_n;
-    nlohmann::json line = {{"t_ms", std::round(Ms())}, {"kind", "gpu"}, {"index", s->index}, {"name", s->name},
-                           {"utilization", s->utilization}, {"memory_used_mib", s->memory_used_mib}};
+    nlohmann::json line = {{"t_ms", std::round(Ms())},
+                           {"kind", "gpu"},
+                           {"index", s->index},
+                           {"name", s->name},
+                           {"utilization", s->utilization},
+                           {"memory_used_mib", s->memory_used_mib}};
     line["power_w"] = s->power_w ? nlohmann::json(*s->power_w) : nlohmann::json();
     line["sm_clock_mhz"] = s->sm_clock_mhz ? nlohmann::json(*s->sm_clock_mhz) : nlohmann::json();
     Write(line);
@@ -330,8 +350,8 @@ ResourceTelemetry::~ResourceTelemetry() {
   if (impl_) Stop();
 }
 
-std::unique_ptr<ResourceTelemetry> ResourceTelemetry::Start(TelemetryOptions options,
-                                                            std::function<void(const std::string&)> log) {
+std::unique_ptr<ResourceTelemetry> ResourceTelemetry::Start(
+    TelemetryOptions options, std::function<void(const std::string&)> log) {
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->log = std::move(log);
@@ -339,10 +359,13 @@ std::unique_ptr<ResourceTelemetry> ResourceTelemetry::Start(TelemetryOptions opt
     Result<std::unique_ptr<LineWriter>> writer = LineWriter::Open(impl->options.jsonl);
     if (writer.ok()) impl->writer = std::move(writer.value());
   }
-  if (!impl->options.process) impl->summary.process_note = "no engine process to sample (attached by URL)";
+  if (!impl->options.process)
+    impl->summary.process_note = "no engine process to sample (attached by URL)";
   if (impl->options.gpus) {
-    // execvp's own search, done here first, so "not found" is one clear sentence, not a silent exit.
-    bool found = impl->options.nvidia_smi.find('/') != std::string::npos && ::access(impl->options.nvidia_smi.c_str(), X_OK) == 0;
+    // execvp's own search, done here first, so "not found" is one clear sentence, not a silent
+    // exit.
+    bool found = impl->options.nvidia_smi.find('/') != std::string::npos &&
+                 ::access(impl->options.nvidia_smi.c_str(), X_OK) == 0;
     if (!found) {
       const char* path = std::getenv("PATH");
       std::istringstream dirs(path != nullptr ? path : "");
@@ -351,7 +374,8 @@ std::unique_ptr<ResourceTelemetry> ResourceTelemetry::Start(TelemetryOptions opt
       }
     }
     if (!found) {
-      impl->summary.gpu_note = fmt::format("{} not found on PATH: GPU figures unavailable", impl->options.nvidia_smi);
+      impl->summary.gpu_note =
+          fmt::format("{} not found on PATH: GPU figures unavailable", impl->options.nvidia_smi);
       if (impl->log) impl->log(impl->summary.gpu_note);
     } else if (impl->StartNvidiaSmi()) {
       Impl* raw = impl.get();
@@ -379,8 +403,8 @@ ResourceSummary ResourceTelemetry::Stop() {
   if (i.smi_pid > 0) {
     ::kill(-i.smi_pid, SIGTERM);
     if (i.gpu_reader.joinable()) i.gpu_reader.join();
-    // nvidia-smi stuck in the driver may ignore SIGTERM: wait 2 s, then SIGKILL, then 2 s more, then
-    // leave it (said) rather than hang the run.
+    // nvidia-smi stuck in the driver may ignore SIGTERM: wait 2 s, then SIGKILL, then 2 s more,
+    // then leave it (said) rather than hang the run.
     int status = 0;
     bool reaped = false;
     for (int round = 0; round < 2 && !reaped; ++round) {
@@ -390,48 +414,67 @@ ResourceSummary ResourceTelemetry::Stop() {
         if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
-    if (!reaped) i.summary.gpu_note += fmt::format(" (nvidia-smi {} did not exit; left running)", i.smi_pid);
+    if (!reaped)
+      i.summary.gpu_note += fmt::format(" (nvidia-smi {} did not exit; left running)", i.smi_pid);
     ::close(i.smi_fd);
     i.smi_pid = -1;
     if (!i.summary.gpus_sampled && i.summary.gpu_note.empty()) {
-      i.summary.gpu_note = WIFEXITED(status) && WEXITSTATUS(status) != 0
-                               ? fmt::format("nvidia-smi exited {} without a reading: GPU figures unavailable",
-                                             WEXITSTATUS(status))
-                               : "nvidia-smi gave no reading: GPU figures unavailable";
+      i.summary.gpu_note =
+          WIFEXITED(status) && WEXITSTATUS(status) != 0
+              ? fmt::format("nvidia-smi exited {} without a reading: GPU figures unavailable",
+                            WEXITSTATUS(status))
+              : "nvidia-smi gave no reading: GPU figures unavailable";
     }
   }
-  std::lock_guard<std::mutex> lock(i.mutex);
-  ResourceSummary s = i.summary;
-  s.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - i.start).count();
-  if (s.process_samples > 0) s.rss_mean_mib = i.rss_sum / static_cast<double>(s.process_samples);
-  if (i.cpu_n > 0) s.cpu_cores_mean = i.cpu_sum / static_cast<double>(i.cpu_n);
-  s.gpus.clear();
-  for (auto& [index, g] : i.gpus) {
-    GpuSummary out = g.summary;
-    if (out.samples > 0) out.utilization_mean = g.utilization_sum / static_cast<double>(out.samples);
-    if (g.power_n > 0) out.power_mean_w = g.power_sum / static_cast<double>(g.power_n);
-    if (g.power_missing) out.energy_j.reset();  // a gap in the power figures: no honest integral
-    if (g.clock_n > 0) out.sm_clock_mean_mhz = g.clock_sum / static_cast<double>(g.clock_n);
-    s.gpus.push_back(out);
-  }
+  ResourceSummary s;
+  {
+    std::lock_guard<std::mutex> lock(i.mutex);
+    s = i.summary;
+    s.duration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - i.start).count();
+    if (s.process_samples > 0) s.rss_mean_mib = i.rss_sum / static_cast<double>(s.process_samples);
+    if (i.cpu_n > 0) s.cpu_cores_mean = i.cpu_sum / static_cast<double>(i.cpu_n);
+    s.gpus.clear();
+    for (auto& [index, g] : i.gpus) {
+      GpuSummary out = g.summary;
+      if (out.samples > 0)
+        out.utilization_mean = g.utilization_sum / static_cast<double>(out.samples);
+      if (g.power_n > 0) out.power_mean_w = g.power_sum / static_cast<double>(g.power_n);
+      if (g.power_missing) out.energy_j.reset();  // a gap in the power figures: no honest integral
+      if (g.clock_n > 0) out.sm_clock_mean_mhz = g.clock_sum / static_cast<double>(g.clock_n);
+      s.gpus.push_back(out);
+    }
+  }  // the lock is released before its mutex goes with the Impl
   impl_.reset();
   return s;
 }
 
 nlohmann::json ToJson(const ResourceSummary& s) {
-  auto opt = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(); };
+  auto opt = [](const std::optional<double>& x) {
+    return x ? nlohmann::json(*x) : nlohmann::json();
+  };
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuSummary& g : s.gpus) {
-    gpus.push_back({{"index", g.index}, {"name", g.name}, {"samples", g.samples},
-                    {"utilization_mean", g.utilization_mean}, {"utilization_peak", g.utilization_peak},
-                    {"memory_used_peak_mib", g.memory_used_peak_mib}, {"power_mean_w", opt(g.power_mean_w)},
-                    {"energy_j", opt(g.energy_j)}, {"sm_clock_mean_mhz", opt(g.sm_clock_mean_mhz)}});
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"samples", g.samples},
+                    {"utilization_mean", g.utilization_mean},
+                    {"utilization_peak", g.utilization_peak},
+                    {"memory_used_peak_mib", g.memory_used_peak_mib},
+                    {"power_mean_w", opt(g.power_mean_w)},
+                    {"energy_j", opt(g.energy_j)},
+                    {"sm_clock_mean_mhz", opt(g.sm_clock_mean_mhz)}});
   }
   return {{"duration_s", s.duration_s},
           {"process",
-           {{"sampled", s.process_sampled}, {"note", s.process_note}, {"samples", s.process_samples},
-            {"cpu_cores_mean", s.cpu_cores_mean}, {"cpu_cores_peak", s.cpu_cores_peak},
-            {"rss_mean_mib", s.rss_mean_mib}, {"rss_peak_mib", s.rss_peak_mib}, {"processes_peak", s.processes_peak}}},
+           {{"sampled", s.process_sampled},
+            {"note", s.process_note},
+            {"samples", s.process_samples},
+            {"cpu_cores_mean", s.cpu_cores_mean},
+            {"cpu_cores_peak", s.cpu_cores_peak},
+            {"rss_mean_mib", s.rss_mean_mib},
+            {"rss_peak_mib", s.rss_peak_mib},
+            {"processes_peak", s.processes_peak}}},
           {"gpus", {{"sampled", s.gpus_sampled}, {"note", s.gpu_note}, {"devices", gpus}}},
           {"gpu_energy_j", opt(s.Energy())}};
 }

@@ -37,9 +37,10 @@ TEST(ResourceTelemetryTest, ReadsNvidiaSmiLinesAndKeepsMissingPowerAbsent) {
 }
 
 // Wall-clock-sensitive (a busy child's share of a core, energy over elapsed time): the serial
-// `timing` label, skipped under sanitizers.
+// `timing` label. Under sanitizers the threads and the child still run (TSan watches them); only
+// the time-dependent bounds are left out.
 TEST(ResourceTelemetryTimingTest, SamplesAProcessTreeAndIntegratesGpuEnergy) {
-  if (testing::kSanitizedBuild) GTEST_SKIP() << "timing under a sanitizer says nothing";
+  const bool timed = !testing::kSanitizedBuild;
   // A parent shell with a busy child: the tree is both, and it uses about one core.
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -63,15 +64,17 @@ TEST(ResourceTelemetryTimingTest, SamplesAProcessTreeAndIntegratesGpuEnergy) {
   EXPECT_TRUE(s.process_sampled);
   EXPECT_GE(s.process_samples, 5u);
   EXPECT_GE(s.processes_peak, 2u);
-  EXPECT_GT(s.cpu_cores_mean, 0.2) << "the busy child keeps about one core (less on a loaded host)";
+  if (timed) EXPECT_GT(s.cpu_cores_mean, 0.2) << "the busy child keeps about one core (less on a loaded host)";
   EXPECT_GT(s.rss_peak_mib, 0);
   ASSERT_TRUE(s.gpus_sampled) << s.gpu_note;
   ASSERT_EQ(s.gpus.size(), 2u);
   EXPECT_DOUBLE_EQ(*s.gpus[0].power_mean_w, 500);
   ASSERT_TRUE(s.gpus[0].energy_j.has_value());
   // 500 W over the samples' span (at most the 1.5 s run; less when the stand-in starts late).
-  EXPECT_GT(*s.gpus[0].energy_j, 500 * 0.3);
-  EXPECT_LT(*s.gpus[0].energy_j, 500 * 2.0);
+  if (timed) {
+    EXPECT_GT(*s.gpus[0].energy_j, 500 * 0.3);
+    EXPECT_LT(*s.gpus[0].energy_j, 500 * 2.0);
+  }
   EXPECT_FALSE(s.gpus[1].energy_j.has_value()) << "no power readings: no energy";
   EXPECT_FALSE(s.Energy().has_value()) << "one GPU without power: no total";
 }
