@@ -64,7 +64,9 @@ TEST(ResourceTelemetryTimingTest, SamplesAProcessTreeAndIntegratesGpuEnergy) {
   EXPECT_TRUE(s.process_sampled);
   EXPECT_GE(s.process_samples, 5u);
   EXPECT_GE(s.processes_peak, 2u);
-  if (timed) EXPECT_GT(s.cpu_cores_mean, 0.2) << "the busy child keeps about one core (less on a loaded host)";
+  if (timed) {
+    EXPECT_GT(s.cpu_cores_mean, 0.2) << "the busy child keeps about one core (less on a loaded host)";
+  }
   EXPECT_GT(s.rss_peak_mib, 0);
   ASSERT_TRUE(s.gpus_sampled) << s.gpu_note;
   ASSERT_EQ(s.gpus.size(), 2u);
