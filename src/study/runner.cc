@@ -159,18 +159,15 @@ WorkloadFigures WorkloadFiguresOf(const workload::Fingerprint& fp, const workloa
 }
 
 // TTFT p99 of the shortest and longest quarter of prompts among a step's ok measured records.
+// Reads the records a line at a time: a long replay's file is never held whole.
 void HeadOfLine(const fs::path& records, StepFigures& f) {
-  Result<std::string> text = ReadFile(records);
-  if (!text.ok()) return;
+  std::ifstream in(records);
+  if (!in) return;
   std::vector<std::pair<double, double>> rows;  // (prompt tokens, ttft ms)
   simdjson::dom::parser parser;
-  std::size_t start = 0;
-  const std::string& s = text.value();
-  while (start < s.size()) {
-    std::size_t end = s.find('\n', start);
-    if (end == std::string::npos) end = s.size();
+  for (std::string line; std::getline(in, line);) {
     simdjson::dom::element row;
-    if (end > start && !parser.parse(s.data() + start, end - start).get(row)) {
+    if (!line.empty() && !parser.parse(line).get(row)) {
       std::string_view phase, outcome;
       std::int64_t send = 0, first = 0, planned = 0;
       if (!row["phase"].get(phase) && phase == "measure" && !row["outcome"].get(outcome) && outcome == "ok" &&
@@ -179,7 +176,6 @@ void HeadOfLine(const fs::path& records, StepFigures& f) {
         rows.emplace_back(static_cast<double>(planned), static_cast<double>(first - send) / 1e6);
       }
     }
-    start = end + 1;
   }
   if (rows.size() < 8) return;
   std::sort(rows.begin(), rows.end());

@@ -195,7 +195,6 @@ TEST_F(StudyRunTest, ResumesAfterAKillAtEachPhaseWithTheSameDecision) {
     EXPECT_EQ(Capacities(verdict), Capacities(expected));
     const json manifest = ReadJson(out / "manifest.json");
     EXPECT_FALSE(manifest["resumed"].empty()) << "something finished before the kill was read back";
-    // A killed launch leaves no emulator behind: PR_SET_PDEATHSIG ended it with bakeoff.
   }
 }
 
