@@ -45,6 +45,8 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   }
   a.error_examples = recorder.ErrorExamples();
   a.output_tokens_estimated = c.output_tokens_estimated;
+  a.output_counted_by_server = c.output_counted_by_server;
+  a.ended_before_max_tokens = c.ended_before_max_tokens;
   a.prompt_tokens_from_server = c.prompt_tokens_from_server;
   if (c.prompts_counted > 0) {
     a.prompt_planned_mean = static_cast<double>(c.prompt_tokens_planned) / static_cast<double>(c.prompts_counted);
@@ -174,6 +176,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
                      {"input_tokens_per_s", a.input_tokens_per_s},
                      {"output_tokens_per_s", a.output_tokens_per_s},
                      {"output_tokens_estimated", a.output_tokens_estimated},
+                     {"output_counted_by_server", a.output_counted_by_server},
+                     {"ended_before_max_tokens", a.ended_before_max_tokens},
                      {"input_tokens_from_server", a.prompt_tokens_from_server}};
   j["latency"] = {{"ttft_ms", ToJson(a.ttft_ms)},
                   {"ttft_answer_ms", ToJson(a.ttft_answer_ms)},

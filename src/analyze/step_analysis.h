@@ -77,6 +77,8 @@ struct StepAnalysis {
   double input_tokens_per_s = 0;
   double output_tokens_per_s = 0;
   bool output_tokens_estimated = false; // some ok request had no server usage report
+  std::uint64_t output_counted_by_server = 0;  // ok requests whose output the server counted
+  std::uint64_t ended_before_max_tokens = 0;   // ok requests shorter than their max_tokens
   bool prompt_tokens_from_server = false;
   // Mean prompt length planned and as the server counted it, over ok requests with usage; the
   // deviation is (counted - planned) / planned. Absent without usage.

@@ -6,6 +6,8 @@
 // detected: min_new_tokens on LMDeploy, no min_tokens on llama.cpp, neither on TGI and Ollama,
 // which cannot force a length: said once, and the run measures the lengths it gets).
 // The run itself is run::RunBench.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -110,7 +112,7 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   // The engine's adapter: the named one, else (when --ignore-eos needs its fields) the detected
   // one. Without one, /metrics is scraped and read with any engine's metric names.
   const target::EngineAdapter* adapter =
-      f.engine != "auto" || target.request.ignore_eos
+      f.engine != "auto" || (target.request.ignore_eos && dialect::ApiCanForceLength(target.request.api))
           ? ResolveEngine(f.engine, target.endpoint, target.client, log).value()
           : nullptr;
   const std::string engine_used = adapter != nullptr ? std::string(adapter->name) : f.engine;
@@ -133,19 +135,14 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
     log(fmt::format("{} has no Prometheus page: no engine metrics are scraped (--metrics-path names one)",
                     adapter->display_name));
   }
-  if (target.request.ignore_eos) {
-    const target::RequestFields& fields = adapter->request;
-    if (fields.ignore_eos.empty()) {
-      log(fmt::format("--ignore-eos: {} cannot force an output length (no ignore_eos); sending "
-                      "neither field, so answers may be shorter than --output-tokens",
-                      adapter->display_name));
-      target.request.ignore_eos = false;
-      target.request.min_tokens.reset();
-    } else if (fields.min_tokens.empty()) {
-      target.request.min_tokens.reset();  // ignore_eos alone (llama.cpp has no min_tokens)
-    } else {
-      target.request.min_tokens_field = fields.min_tokens.data();
-    }
+  if (adapter != nullptr && std::find(adapter->apis.begin(), adapter->apis.end(), target.request.api) == adapter->apis.end()) {
+    log(fmt::format("--api {}: {} is not known to serve this route (its routes: bakeoff detect --list)",
+                    dialect::ApiName(target.request.api), adapter->display_name));
+  }
+  config.intent = run::FitRequestToEngine(target.request, adapter);
+  if (!config.intent.forced_length_not_sent.empty()) {
+    log("--ignore-eos: " + config.intent.forced_length_not_sent +
+        "; sending neither field, so answers may be shorter than --output-tokens");
   }
   config.flags = LoadFlagsJson(f.load, setup.value());
   config.flags.update({{"url", f.url}, {"workers", f.workers},

@@ -38,6 +38,13 @@ std::string ForcedLength(const target::EngineAdapter& adapter) {
   return r.forced_length ? fields : fields + " (as the backend)";
 }
 
+// "chat, completions, ollama-generate": what --api takes for this engine.
+std::string Routes(const target::EngineAdapter& a) {
+  std::string out;
+  for (const dialect::Api api : a.apis) out += (out.empty() ? "" : ", ") + std::string(dialect::ApiName(api));
+  return out;
+}
+
 std::string FormatList() {
   std::string out = fmt::format("{:<15} {:<26} {:<14} {:<17} {:<24} {}\n", "adapter", "engine",
                                 "verified", "health", "metrics", "forced length");
@@ -54,6 +61,8 @@ std::string FormatList() {
     }
   }
   out += "every other adapter is verified against hand-written fixtures only\n";
+  out += "\nroutes (bakeoff bench --api):\n";
+  for (const target::EngineAdapter& a : target::AllAdapters()) out += fmt::format("{:<15} {}\n", a.name, Routes(a));
   return out;
 }
 
@@ -71,6 +80,7 @@ std::string FormatDetection(const target::Detection& d) {
   out += fmt::format("metrics     {}{}\n", a.metrics_path.empty() ? "none" : a.metrics_path,
                      a.metrics_port.empty() ? "" : fmt::format(" on port {}", a.metrics_port));
   out += fmt::format("length      {}\n", ForcedLength(a));
+  out += fmt::format("routes      {} (bakeoff bench --api)\n", Routes(a));
   out += "evidence\n";
   for (const std::string& line : d.evidence) out += "  " + line + "\n";
   if (d.scores.size() > 1) {

@@ -13,7 +13,10 @@ namespace bakeoff::cli {
 
 void AddLoadOptions(CLI::App& c, LoadFlags& f) {
   c.add_option("--model", f.model, "Model name (bench default: the first listed by /v1/models)");
-  c.add_option("--api", f.api, "chat or completions")->capture_default_str();
+  c.add_option("--api", f.api,
+               "Route and wire format: chat, completions (OpenAI), or an engine's native route: "
+               "ollama-generate, ollama-chat, tgi-generate, triton-generate, kserve-infer")
+      ->capture_default_str();
   c.add_flag("--no-stream", f.no_stream, "Ask for whole responses instead of SSE streams");
   c.add_option("--prompt-tokens", f.prompt_tokens, "Prompt length in tokens")
       ->capture_default_str();
@@ -79,12 +82,12 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     return MakeError(ErrorCode::kInvalidInput, std::move(message));
   };
   dialect::GenerationRequest& request = setup.request;
-  if (f.api == "chat")
-    request.api = dialect::Api::kChat;
-  else if (f.api == "completions")
-    request.api = dialect::Api::kCompletions;
-  else
-    return usage("--api: '" + f.api + "' (expected chat or completions)");
+  const std::optional<dialect::Api> api = dialect::ParseApiName(f.api);
+  if (!api) return usage("--api: '" + f.api + "' (expected one of: " + dialect::ApiNames() + ")");
+  request.api = *api;
+  if (!f.no_stream && !dialect::ApiStreams(*api)) {
+    return usage("--api " + f.api + ": this route answers whole; pass --no-stream");
+  }
   request.model = f.model;
   request.stream = !f.no_stream;
   request.ignore_eos = f.ignore_eos;

@@ -26,85 +26,24 @@
 
 #include "core/check.h"
 #include "core/json_text.h"
+#include "dialect/json_payload.h"
 
 namespace bakeoff::dialect {
 namespace {
 
 namespace dom = simdjson::dom;
-
-constexpr std::size_t kExcerptBytes = 200;        // payload bytes quoted in a protocol error
-constexpr std::size_t kMaxErrorMessageBytes = 1024;  // engines may echo the whole prompt
-
-// ---------------------------------------------------------------------------------------------
-// UTF-8 helpers
-
-// The longest prefix of `s` of at most `max_bytes` that does not end inside a UTF-8 sequence.
-std::string_view CutAtCharBoundary(std::string_view s, std::size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  std::size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end);
-}
-
-// At most kExcerptBytes of an arbitrary payload, safe to put in a message that is later written
-// as JSON: invalid UTF-8 bytes become '?', control characters become ' ', never longer than the
-// input prefix it quotes.
-std::string Excerpt(std::string_view data) {
-  const std::string_view head = CutAtCharBoundary(data, kExcerptBytes);
-  std::string out;
-  out.reserve(head.size() + 4);
-  for (std::size_t i = 0; i < head.size();) {
-    const std::size_t n = Utf8SequenceLength(head, i);
-    if (n == 0) {
-      out.push_back('?');
-      ++i;
-    } else if (n == 1 && static_cast<unsigned char>(head[i]) < 0x20) {
-      out.push_back(' ');
-      ++i;
-    } else {
-      out.append(head.substr(i, n));
-      i += n;
-    }
-  }
-  if (head.size() < data.size()) out.append("...");
-  return out;
-}
+using internal::AppendDouble;
+using internal::AppendUnsigned;
+using internal::CapMessage;
+using internal::ParseObject;
+using internal::ReadCount;
+using internal::ReadOptionalString;
+using internal::Reason;
+using internal::ThreadParseScratch;
+using internal::TrimSpace;
 
 Error ProtocolError(std::string_view what, std::string_view payload) {
-  std::string message = "OpenAI payload: ";
-  message.append(what);
-  message.append(" (");
-  message.append(std::to_string(payload.size()));
-  message.append(" bytes: ");
-  message.append(Excerpt(payload));
-  message.append(")");
-  return MakeError(ErrorCode::kProtocol, std::move(message));
-}
-
-std::string CapMessage(std::string_view message) {
-  std::string out(CutAtCharBoundary(message, kMaxErrorMessageBytes));
-  if (out.size() < message.size()) out.append("...");
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Request encoding
-
-template <typename Int>
-void AppendInteger(std::string& out, Int value) {
-  char buf[24];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  BAKEOFF_CHECK(ec == std::errc()) << "to_chars failed";
-  out.append(buf, end);
-}
-
-// Shortest text that reads back as the same double.
-void AppendDouble(std::string& out, double value) {
-  BAKEOFF_CHECK(std::isfinite(value)) << "JSON has no NaN or infinity: " << value;
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  BAKEOFF_CHECK(ec == std::errc()) << "to_chars failed";
-  out.append(buf, end);
+  return internal::PayloadError("OpenAI payload", what, payload);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -132,27 +71,6 @@ struct BodyView {
   std::optional<Usage> usage;
   ErrorFields error;
 };
-
-// A reason for rejecting the body, or nullptr when it was read.
-using Reason = const char*;
-
-// string or null -> view ("" for null); anything else is malformed.
-bool ReadOptionalString(dom::element value, std::string_view& out) {
-  if (value.is_null()) {
-    out = {};
-    return true;
-  }
-  return value.get_string().get(out) == simdjson::SUCCESS;
-}
-
-// non-negative integer or null (-> 0).
-bool ReadCount(dom::element value, std::uint64_t& out) {
-  if (value.is_null()) {
-    out = 0;
-    return true;
-  }
-  return value.get_uint64().get(out) == simdjson::SUCCESS;
-}
 
 Reason ReadUsage(dom::element value, std::optional<Usage>& out) {
   if (value.is_null()) return nullptr;  // LMDeploy sends usage: null on every content chunk
@@ -314,58 +232,10 @@ Reason ReadBody(dom::object root, BodyView& body) {
   return nullptr;
 }
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Replaces every byte that is not part of a valid UTF-8 sequence by '?', in place (same size).
-void ReplaceInvalidUtf8(char* data, std::size_t size) {
-  const std::string_view text(data, size);
-  for (std::size_t i = 0; i < size;) {
-    const std::size_t length = Utf8SequenceLength(text, i);
-    if (length == 0) {
-      data[i++] = '?';
-    } else {
-      i += length;
-    }
-  }
-}
-
-// Parses `data` as a JSON object using a caller-owned padded copy, or says why not. Text that is
-// not valid UTF-8 (an engine can cut a multi-byte character between two tokens) is parsed with
-// the bad bytes replaced by '?', and `invalid_utf8` says so: the token still counts.
-Reason ParseObject(dom::parser& parser, std::string_view data, char* padded, dom::object& root,
-                   bool* invalid_utf8 = nullptr) {
-  if (!data.empty()) std::memcpy(padded, data.data(), data.size());
-  std::memset(padded + data.size(), 0, simdjson::SIMDJSON_PADDING);
-  dom::element element;
-  simdjson::error_code parsed = parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element);
-  if (parsed == simdjson::UTF8_ERROR) {
-    ReplaceInvalidUtf8(padded, data.size());
-    if (invalid_utf8 != nullptr) *invalid_utf8 = true;
-    parsed = parser.parse(padded, data.size(), /*realloc_if_needed=*/false).get(element);
-  }
-  if (parsed == simdjson::DEPTH_ERROR) return "JSON nested deeper than the parser's limit";
-  if (parsed != simdjson::SUCCESS) return "not valid JSON";
-  if (element.get_object().get(root) != simdjson::SUCCESS) return "not a JSON object";
-  return nullptr;
-}
-
 }  // namespace
 
-const char* ApiPath(Api api) {
-  switch (api) {
-    case Api::kCompletions: return "/v1/completions";
-    case Api::kChat: return "/v1/chat/completions";
-  }
-  return "/v1/chat/completions";
-}
-
-std::string EncodeRequestBody(const GenerationRequest& request) {
+std::string EncodeOpenAiRequestBody(const GenerationRequest& request) {
+  BAKEOFF_CHECK(IsOpenAiApi(request.api)) << ApiName(request.api) << " has its own encoder";
   std::string out;
   // Room for typical escaping (newlines, quotes) so a large prompt is not copied on growth.
   const std::size_t text_bytes = request.prompt.size() + request.system.size() + request.model.size();
@@ -394,7 +264,7 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
     out.append("}]");
   }
   out.append(",\"max_tokens\":");
-  AppendInteger(out, request.max_tokens);
+  AppendUnsigned(out, request.max_tokens);
   out.append(request.stream ? ",\"stream\":true" : ",\"stream\":false");
   // vLLM rejects stream_options without stream (protocol.py validate_stream_options).
   if (request.stream && (request.include_usage || request.continuous_usage)) {
@@ -408,7 +278,7 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
     out.append(",\"");
     out.append(request.min_tokens_field);
     out.append("\":");
-    AppendInteger(out, *request.min_tokens);
+    AppendUnsigned(out, *request.min_tokens);
   }
   if (request.temperature) {
     out.append(",\"temperature\":");
@@ -416,33 +286,10 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
   }
   if (request.seed) {
     out.append(",\"seed\":");
-    AppendInteger(out, *request.seed);
+    AppendUnsigned(out, *request.seed);
   }
   out.push_back('}');
   return out;
-}
-
-// One parser and padded buffer per thread, shared by every decoder on it. A load worker decodes
-// one payload at a time on its thread, and a parser keeps about 13 KiB, which kept per stream
-// would dominate the client's memory at 10,000 open streams (docs/BENCHMARKS.md).
-struct ParseScratch {
-  dom::parser parser;
-  std::unique_ptr<char[]> padded;  // copy of the payload + SIMDJSON_PADDING, grown as needed
-  std::size_t padded_capacity = 0;
-
-  char* PaddedBuffer(std::size_t size) {
-    const std::size_t needed = size + simdjson::SIMDJSON_PADDING;
-    if (needed > padded_capacity) {
-      padded_capacity = std::max(needed, 2 * padded_capacity);
-      padded = std::make_unique<char[]>(padded_capacity);
-    }
-    return padded.get();
-  }
-};
-
-ParseScratch& ThreadParseScratch() {
-  thread_local ParseScratch scratch;
-  return scratch;
 }
 
 struct OpenAiStreamDecoder::Impl {
@@ -461,7 +308,7 @@ Result<StreamChunk> OpenAiStreamDecoder::Decode(std::string_view data) {
     return chunk;
   }
   dom::object root;
-  ParseScratch& scratch = ThreadParseScratch();
+  internal::ParseScratch& scratch = ThreadParseScratch();
   if (Reason reason = ParseObject(scratch.parser, data, scratch.PaddedBuffer(data.size()), root,
                                   &chunk.invalid_utf8)) {
     return ProtocolError(reason, data);

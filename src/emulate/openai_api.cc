@@ -3,6 +3,7 @@
 #include "emulate/openai_api.h"
 
 #include <algorithm>
+#include <ctime>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "emulate/native_api.h"
 #include "emulate/tokenizer.h"
 
 namespace bakeoff::emulate {
@@ -519,6 +521,30 @@ const char* FinishReasonName(FinishReason reason) {
 
 namespace {
 
+// Ollama's created_at: the request's second in RFC 3339, UTC.
+std::string CreatedAt(std::int64_t unix_s) {
+  const std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// What every line (Ollama) or event (Triton) of a native stream starts with; "" for TGI, whose
+// events differ from the first byte on.
+std::string NativeHead(Wire wire, const std::string& model_json, std::int64_t created) {
+  switch (wire) {
+    case Wire::kOllamaGenerate:
+    case Wire::kOllamaChat: return fmt::format(R"({{"model":{},"created_at":"{}",)", model_json, CreatedAt(created));
+    case Wire::kTriton:
+    case Wire::kKserve: return fmt::format(R"(data: {{"model_name":{},"model_version":"1",)", model_json);
+    case Wire::kTgi:
+    case Wire::kOpenAi: break;
+  }
+  return {};
+}
+
 std::vector<ChoiceText> WordChoices(const GenerationSpec& spec) {
   std::vector<ChoiceText> choices;
   for (std::int64_t c = 0; c < spec.n; ++c) {
@@ -582,14 +608,18 @@ ResponseRenderer::ResponseRenderer(const GenerationSpec& spec, const ServedModel
       created_(created_unix_s) {
   const bool chat = spec.endpoint == Endpoint::kChat;
   id_ = fmt::format("{}{:016x}", chat ? "chatcmpl-" : "cmpl-", request_number);
-  head_ = fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},"choices":)", id_,
-                      chat ? "chat.completion.chunk" : "text_completion", created_, model_json_);
   for (const ChoiceText& text : choices_) {
     const auto natural = text.natural_tokens();
     const bool natural_end = natural && *natural <= spec_.max_tokens;
     end_tokens_.push_back(natural_end ? *natural : spec_.max_tokens);
     end_reasons_.push_back(natural_end ? text.natural_finish() : FinishReason::kLength);
   }
+  if (spec_.wire != Wire::kOpenAi) {
+    head_ = NativeHead(spec_.wire, model_json_, created_);
+    return;
+  }
+  head_ = fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},"choices":)", id_,
+                      chat ? "chat.completion.chunk" : "text_completion", created_, model_json_);
   for (std::int64_t c = 0; c < num_choices(); ++c) {
     if (!chat) {
       token_prefix_.push_back(head_ + fmt::format(R"([{{"index":{},"text":")", c));
@@ -636,7 +666,7 @@ std::string ResponseRenderer::ToolCallId(std::int64_t choice) const {
 }
 
 void ResponseRenderer::AppendRoleEvent(std::string& out) const {
-  if (spec_.endpoint != Endpoint::kChat) return;
+  if (spec_.endpoint != Endpoint::kChat || spec_.wire != Wire::kOpenAi) return;
   for (std::int64_t c = 0; c < num_choices(); ++c) {
     out += head_;
     fmt::format_to(
@@ -728,6 +758,7 @@ void ResponseRenderer::AppendChoiceEvent(std::string& out, std::int64_t choice, 
       "\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n",
       "\",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}]}\n\n",
       "\",\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"};
+  if (spec_.wire != Wire::kOpenAi) return AppendNativeEvent(out, first, count, finish);
   const bool chat = spec_.endpoint == Endpoint::kChat;
   const ChoiceText& text = choices_[static_cast<std::size_t>(choice)];
   if (spec_.tool_call && chat && first == 0) {
@@ -790,6 +821,17 @@ bool ResponseRenderer::AppendProgress(std::string& out, std::vector<ChoiceProgre
 
 void ResponseRenderer::AppendUsageEvent(std::string& out, std::int64_t completion_tokens,
                                         std::optional<std::int64_t> cached_tokens) const {
+  if (spec_.wire == Wire::kOllamaGenerate || spec_.wire == Wire::kOllamaChat) {
+    // The counts close the stream; an answer shorter than its end came from an EOS draw.
+    const FinishReason finish = completion_tokens >= end_tokens(0) ? end_reason(0) : FinishReason::kStop;
+    out += head_;
+    out += spec_.wire == Wire::kOllamaChat ? R"("message":{"role":"assistant","content":""},)" : R"("response":"",)";
+    fmt::format_to(std::back_inserter(out),
+                   R"("done":true,"done_reason":"{}","prompt_eval_count":{},"eval_count":{}}})" "\n",
+                   FinishReasonName(finish), spec_.prompt_tokens, completion_tokens);
+    return;
+  }
+  if (spec_.wire != Wire::kOpenAi) return;
   out += head_;
   out += "[],";
   AppendUsage(out, spec_.prompt_tokens, completion_tokens, cached_tokens);
@@ -804,8 +846,121 @@ void ResponseRenderer::AppendErrorEvent(std::string& out, const ApiError& error)
   out += "\n\n";
 }
 
+void ResponseRenderer::AppendStreamEnd(std::string& out) const {
+  if (spec_.wire == Wire::kOpenAi) AppendDone(out);
+}
+
+void ResponseRenderer::AppendStreamError(std::string& out, const ApiError& error) const {
+  switch (spec_.wire) {
+    case Wire::kOpenAi: return AppendErrorEvent(out, error);
+    case Wire::kOllamaGenerate:
+    case Wire::kOllamaChat:
+      out += RenderErrorFor(spec_.wire, error);
+      out += '\n';
+      return;
+    case Wire::kTgi:  // TGI writes `data:` without a space [7.2]
+      out += "data:";
+      out += RenderErrorFor(spec_.wire, error);
+      out += "\n\n";
+      return;
+    case Wire::kTriton:
+    case Wire::kKserve:
+      out += "data: ";
+      out += RenderErrorFor(spec_.wire, error);
+      out += "\n\n";
+      return;
+  }
+}
+
+std::string ResponseRenderer::JsonText(std::int64_t tokens) const {
+  std::string text;
+  for (std::int64_t i = 0; i < tokens; ++i) text += choices_[0].JsonPiece(i);
+  return text;
+}
+
+// Ollama: one line per event with the new text and "done": false (the counts follow in
+// AppendUsageEvent). TGI: one event per token, the last with generated_text and details. Triton:
+// one event with the new text.
+void ResponseRenderer::AppendNativeEvent(std::string& out, std::int64_t first, std::int64_t count,
+                                         std::optional<FinishReason> finish) const {
+  const ChoiceText& text = choices_[0];
+  switch (spec_.wire) {
+    case Wire::kOllamaGenerate:
+    case Wire::kOllamaChat:
+      if (count == 0) return;
+      out += head_;
+      out += spec_.wire == Wire::kOllamaChat ? R"("message":{"role":"assistant","content":")" : R"("response":")";
+      for (std::int64_t i = first; i < first + count; ++i) out += text.JsonPiece(i);
+      out += spec_.wire == Wire::kOllamaChat ? "\"},\"done\":false}\n" : "\",\"done\":false}\n";
+      return;
+    case Wire::kTgi: {
+      const std::uint64_t seed = spec_.seed;
+      // An end with no new token is the EOS token itself, which TGI sends as a special token
+      // (not counted in generated_tokens here, so the counts agree with the emulator's /metrics).
+      const bool eos_event = count == 0 && finish.has_value();
+      const std::int64_t last = eos_event ? first : first + count - 1;
+      for (std::int64_t i = first; i <= last; ++i) {
+        const bool special = eos_event;
+        fmt::format_to(std::back_inserter(out), R"(data:{{"index":{},"token":{{"id":{},"text":"{}","logprob":{},"special":{}}},)",
+                       i + 1, special ? 2 : 1000 + (i % 30000), special ? "</s>" : text.JsonPiece(i),
+                       TokenLogprob(seed, i), special ? "true" : "false");
+        if (i == last && finish) {
+          // The emulator's ends are max_tokens or an EOS draw (a stop string, too, is read as EOS).
+          const char* reason = *finish == FinishReason::kLength ? "length" : "eos_token";
+          fmt::format_to(std::back_inserter(out),
+                         R"("generated_text":"{}","details":{{"finish_reason":"{}","generated_tokens":{},"seed":{}}}}})",
+                         JsonText(eos_event ? first : first + count), reason, eos_event ? first : first + count, seed);
+        } else {
+          out += R"("generated_text":null,"details":null})";
+        }
+        out += "\n\n";
+      }
+      return;
+    }
+    case Wire::kTriton:
+    case Wire::kKserve:
+      if (count == 0) return;
+      out += head_;
+      out += R"("text_output":")";
+      for (std::int64_t i = first; i < first + count; ++i) out += text.JsonPiece(i);
+      out += "\"}\n\n";
+      return;
+    case Wire::kOpenAi: return;
+  }
+}
+
+std::string ResponseRenderer::RenderNativeBody(std::int64_t emitted, FinishReason engine_finish) const {
+  const std::int64_t tokens = std::min(emitted, end_tokens(0));
+  const FinishReason finish = ChoiceFinish(0, emitted, engine_finish).value_or(engine_finish);
+  const std::string text = JsonText(tokens);
+  switch (spec_.wire) {
+    case Wire::kOllamaGenerate:
+    case Wire::kOllamaChat: {
+      std::string body = fmt::format(R"({{"model":{},"created_at":"{}",)", model_json_, CreatedAt(created_));
+      body += spec_.wire == Wire::kOllamaChat ? R"("message":{"role":"assistant","content":")" : R"("response":")";
+      body += text;
+      body += spec_.wire == Wire::kOllamaChat ? "\"}," : "\",";
+      fmt::format_to(std::back_inserter(body), R"("done":true,"done_reason":"{}","prompt_eval_count":{},"eval_count":{}}})",
+                     FinishReasonName(finish), spec_.prompt_tokens, tokens);
+      return body;
+    }
+    case Wire::kTgi:
+      return fmt::format(R"({{"generated_text":"{}","details":{{"finish_reason":"{}","generated_tokens":{},"seed":{}}}}})",
+                         text, finish == FinishReason::kLength ? "length" : "eos_token", tokens, spec_.seed);
+    case Wire::kTriton:
+      return fmt::format(R"({{"model_name":{},"model_version":"1","text_output":"{}"}})", model_json_, text);
+    case Wire::kKserve:
+      return fmt::format(
+          R"({{"model_name":{},"model_version":"1","outputs":[{{"name":"text_output","datatype":"BYTES","shape":[1],"data":["{}"]}}]}})",
+          model_json_, text);
+    case Wire::kOpenAi: break;
+  }
+  return {};
+}
+
 std::string ResponseRenderer::RenderFullBody(std::int64_t emitted, FinishReason engine_finish,
                                              std::optional<std::int64_t> cached_tokens) const {
+  if (spec_.wire != Wire::kOpenAi) return RenderNativeBody(emitted, engine_finish);
   const bool chat = spec_.endpoint == Endpoint::kChat;
   std::string body = fmt::format(R"({{"id":"{}","object":"{}","created":{},"model":{},"choices":[)",
                                  id_, chat ? "chat.completion" : "text_completion", created_,

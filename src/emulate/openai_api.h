@@ -31,6 +31,10 @@ namespace bakeoff::emulate {
 
 enum class Endpoint : std::uint8_t { kCompletions, kChat };
 
+// The wire format a request came in and is answered in: OpenAI (vLLM's shapes), or an engine's
+// native route (emulate/native_api.h).
+enum class Wire : std::uint8_t { kOpenAi, kOllamaGenerate, kOllamaChat, kTgi, kTriton, kKserve };
+
 // An OpenAI-shaped error: {"error": {"message", "type", "param", "code"}}.
 struct ApiError {
   int status = 400;
@@ -63,6 +67,7 @@ struct ToolCallSpec {
 // A validated generation request.
 struct GenerationSpec {
   Endpoint endpoint = Endpoint::kChat;
+  Wire wire = Wire::kOpenAi;
   std::vector<TokenId> prompt;     // the prompt's token ids (see above); may be empty in tests
   std::int64_t prompt_tokens = 0;  // prompt.size() once parsed
   std::int64_t max_tokens = 16;
@@ -169,7 +174,8 @@ class ResponseRenderer {
   bool AppendProgress(std::string& out, std::vector<ChoiceProgress>& progress, std::int64_t emitted,
                       std::optional<FinishReason> engine_finish, std::int64_t per_event,
                       bool flush) const;
-  // `data: {... "choices":[],"usage":{...}}\n\n`, for stream_options.include_usage. With
+  // `data: {... "choices":[],"usage":{...}}\n\n`, for stream_options.include_usage (Ollama: its
+  // last line, "done": true with done_reason and the counts; other native wires: nothing). With
   // `cached_tokens`, usage also carries "prompt_tokens_details":{"cached_tokens":N} (vLLM with
   // prefix caching and prompt-token details on).
   void AppendUsageEvent(std::string& out, std::int64_t completion_tokens,
@@ -178,6 +184,12 @@ class ResponseRenderer {
   static void AppendDone(std::string& out);
   // `data: {"error":{...}}\n\n`: an error after the 200 header (vLLM's shape, RenderError).
   static void AppendErrorEvent(std::string& out, const ApiError& error);
+  // The stream's terminator in this request's wire: [DONE] for OpenAI; nothing for the native
+  // wires (their last message says it, or the body's end does).
+  void AppendStreamEnd(std::string& out) const;
+  // An error after the 200 header in this request's wire: OpenAI's event, Ollama's
+  // {"error": ...} line, TGI's and Triton's {"error": ...} event.
+  void AppendStreamError(std::string& out, const ApiError& error) const;
   // The non-streaming body after the engine produced `emitted` tokens and finished with
   // `engine_finish`: every choice's text (or tool call), finish_reason and logprobs, and usage
   // over all choices (with prompt_tokens_details as in AppendUsageEvent).
@@ -193,6 +205,13 @@ class ResponseRenderer {
   void AppendLogprobs(std::string& out, std::int64_t choice, std::int64_t first, std::int64_t count,
                       std::int64_t text_offset) const;
   std::string ToolCallId(std::int64_t choice) const;
+  // A native wire's events for output tokens [first, first + count) of choice 0 (native_api.h).
+  void AppendNativeEvent(std::string& out, std::int64_t first, std::int64_t count,
+                         std::optional<FinishReason> finish) const;
+  // The escaped text of choice 0's first `tokens` tokens.
+  std::string JsonText(std::int64_t tokens) const;
+  // A native wire's whole answer.
+  std::string RenderNativeBody(std::int64_t emitted, FinishReason engine_finish) const;
 
   GenerationSpec spec_;
   std::vector<ChoiceText> choices_;
@@ -200,6 +219,7 @@ class ResponseRenderer {
   std::string model_json_;  // quoted, escaped
   std::int64_t created_ = 0;
   std::string head_;        // `data: {"id":...,"model":...,"choices":` shared by all events
+                            // (native wires: the fields every line or event starts with)
   // Per choice: head_ + `[{"index":C,"delta":{"content":"` (or "text", or tool arguments).
   std::vector<std::string> token_prefix_;
   std::vector<std::int64_t> end_tokens_;   // per choice, end_tokens()

@@ -46,6 +46,7 @@
 
 #include "core/rng.h"
 #include "emulate/metrics.h"
+#include "emulate/native_api.h"
 #include "emulate/openai_api.h"
 
 namespace bakeoff::emulate {
@@ -97,6 +98,7 @@ const char* Reason(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -374,8 +376,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     EndStall();
-    ResponseRenderer::AppendErrorEvent(
-        pending_data_, Unavailable("the request was aborted: the server is shutting down"));
+    renderer_->AppendStreamError(pending_data_, Unavailable("the request was aborted: the server is shutting down"));
     response_queued_ = true;
     StartWrite();
   }
@@ -468,6 +469,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void HandleRequest(http::request<http::string_body>& request) {
     server_.CountRequest();
     arrival_ = Now();
+    wire_ = Wire::kOpenAi;
     state_ = State::kResponding;
     keep_alive_ = request.keep_alive() && !server_.ShuttingDown();
     chunked_ = request.version() >= 11;
@@ -496,18 +498,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (loading) return SendLoading();
       SendBody(200, "application/json", RenderModelsResponse(server_.served(), UnixSeconds()));
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
-      if (!expect(http::verb::post)) return;
-      if (server_.CountGenerationRequestAndMaybeCrash()) return;  // this connection is gone
-      if (server_.ShuttingDown()) {
-        server_.CountRejected(&RequestMetrics::rejected_shutting_down);
-        return SendError(ShuttingDownError());
-      }
-      if (loading) {
-        server_.CountRejected(&RequestMetrics::rejected_not_ready);
-        return SendLoading();
-      }
-      BeginGeneration(path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions,
-                      request.body());
+      if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
+      const Endpoint endpoint = path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions;
+      BeginGeneration(ParseGenerationRequest(endpoint, request.body(), server_.served()));
+    } else if (const std::optional<NativeRoute> native = MatchNativeRoute(path)) {
+      wire_ = native->wire;
+      if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
+      BeginGeneration(ParseNativeRequest(*native, request.body(), server_.served()));
     } else if (path == "/tokenize") {
       if (!expect(http::verb::post)) return;
       if (loading) return SendLoading();
@@ -520,6 +517,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void SendLoading() { SendError(Unavailable("the emulated model is still loading")); }
+
+  // Whether a generation request may start now; if not, its answer (or the crash) is under way.
+  bool AdmitGeneration(bool loading) {
+    if (server_.CountGenerationRequestAndMaybeCrash()) return false;  // this connection is gone
+    if (server_.ShuttingDown()) {
+      server_.CountRejected(&RequestMetrics::rejected_shutting_down);
+      SendError(ShuttingDownError());
+      return false;
+    }
+    if (loading) {
+      server_.CountRejected(&RequestMetrics::rejected_not_ready);
+      SendLoading();
+      return false;
+    }
+    return true;
+  }
 
   void AnswerHealth() {
     health_waiting_ = false;
@@ -610,8 +623,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return choices;
   }
 
-  void BeginGeneration(Endpoint endpoint, const std::string& body) {
-    auto parsed = ParseGenerationRequest(endpoint, body, server_.served());
+  void BeginGeneration(std::variant<GenerationSpec, ApiError> parsed) {
     if (auto* error = std::get_if<ApiError>(&parsed)) return SendBadInput(*error);
     GenerationSpec& spec = std::get<GenerationSpec>(parsed);
     const FaultDraws faults = DrawFaults();
@@ -760,7 +772,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (spec.include_usage || server_.config().usage_always) {
       renderer_->AppendUsageEvent(out, renderer_->CompletionTokens(emitted_), CachedTokens());
     }
-    if (!server_.config().faults.no_done) ResponseRenderer::AppendDone(out);
+    if (!server_.config().faults.no_done) renderer_->AppendStreamEnd(out);
     if (stalled_) {
       held_final_ = true;
     } else {
@@ -777,12 +789,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       sequence_ = 0;
     }
     std::string& out = Out();
-    ResponseRenderer::AppendErrorEvent(
+    renderer_->AppendStreamError(
         out, ApiError{500, "InternalServerError",
                       "emulated fault: the engine failed during generation "
                       "(--fault-stream-error-rate)",
                       ""});
-    if (!server_.config().faults.no_done) ResponseRenderer::AppendDone(out);
+    if (!server_.config().faults.no_done) renderer_->AppendStreamEnd(out);
     if (stalled_) {
       held_final_ = true;
     } else {
@@ -855,7 +867,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void AppendStreamHead() {
-    pending_head_ += "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n";
+    fmt::format_to(std::back_inserter(pending_head_), "HTTP/1.1 200 OK\r\ncontent-type: {}\r\n",
+                   StreamContentType(renderer_->spec().wire));
     pending_head_ += "cache-control: no-cache\r\n";
     pending_head_ += kEmulatedHeader;
     if (chunked_) {
@@ -869,7 +882,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // `extra_headers`: whole header lines, each ending in CRLF.
   void SendError(const ApiError& error, std::string_view extra_headers = {}) {
-    SendBody(error.status, "application/json", RenderError(error), extra_headers);
+    SendBody(error.status, "application/json", RenderErrorFor(wire_, error), extra_headers);
   }
 
   // A whole response with a content-length; ends the current response.
@@ -988,6 +1001,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<asio::steady_timer> stall_timer_;
   std::optional<asio::steady_timer> keepalive_timer_;
   std::optional<asio::steady_timer> health_timer_;
+  Wire wire_ = Wire::kOpenAi;    // the current request's wire format (its error shapes)
   bool health_waiting_ = false;  // a /health answer waits for the engine to go idle
   bool wrote_since_tick_ = false;
   // Output buffers.

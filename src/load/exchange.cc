@@ -29,16 +29,43 @@ Outcome OutcomeForTransport(net::TransportEnd end) {
   return Outcome::kMalformedStream;
 }
 
+// Runs of non-whitespace in `text`.
+std::uint64_t CountWords(std::string_view text) {
+  std::uint64_t words = 0;
+  bool in_word = false;
+  for (const char c : text) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in_word) ++words;
+    in_word = !space;
+  }
+  return words;
+}
+
+// What a complete stream of `api` ends with, for the message when it is missing.
+const char* EndMarker(dialect::Api api) {
+  switch (api) {
+    case dialect::Api::kOllamaGenerate:
+    case dialect::Api::kOllamaChat: return "a \"done\": true line";
+    case dialect::Api::kTgiGenerate: return "its final event (generated_text and details)";
+    default: return "[DONE] or a finish_reason";
+  }
+}
+
 }  // namespace
 
-Exchange::Exchange(bool streaming, std::string secret, DoneCallback done)
-    : streaming_(streaming), secret_(std::move(secret)), done_(std::move(done)) {}
+Exchange::Exchange(dialect::Api api, bool streaming, std::string secret, DoneCallback done)
+    : api_(api),
+      streaming_(streaming && dialect::ApiStreams(api)),
+      secret_(std::move(secret)),
+      done_(std::move(done)),
+      decoder_(dialect::ApiStreams(api) ? api : dialect::Api::kChat) {}
 
 void Exchange::Begin(measure::RequestRecord record, bool keep_answer_text) {
   record_ = std::move(record);
   keep_answer_text_ = keep_answer_text;
   answer_text_.clear();
   sse_ = net::SseDecoder();
+  ndjson_ = net::NdjsonDecoder();
   decoder_.Reset();
   body_.clear();
   success_status_ = false;
@@ -81,6 +108,14 @@ Status Exchange::OnBody(MonoTime at, std::string_view bytes) {
     body_.append(bytes);
     return Ok{};
   }
+  if (dialect::StreamFraming(api_) == dialect::Framing::kNdjson) {
+    lines_.clear();
+    Status fed = ndjson_.Feed(bytes, &lines_);
+    for (const std::string& line : lines_) {
+      if (Status handled = OnPayload(at, line); !handled.ok()) return handled;
+    }
+    return fed;
+  }
   // Events are handled inside the framer's callback, in its reused buffer; the first one the
   // decoder rejects stops the rest of this read.
   Status handled = Ok{};
@@ -100,13 +135,14 @@ Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
     }
   }
   if (event.data.empty()) return Ok{};
-  Result<dialect::StreamChunk> decoded = decoder_.Decode(event.data);
+  return OnPayload(at, event.data);
+}
+
+Status Exchange::OnPayload(MonoTime at, std::string_view payload) {
+  Result<dialect::StreamChunk> decoded = decoder_.Decode(payload);
   if (!decoded.ok()) return decoded.error();
   const dialect::StreamChunk& chunk = decoded.value();
-  if (chunk.done) {
-    saw_done_ = true;
-    return Ok{};
-  }
+  if (chunk.done) saw_done_ = true;
   if (chunk.error && stream_error_.empty()) stream_error_ = *chunk.error;
   if (chunk.invalid_utf8) record_.invalid_utf8 = true;
   if (chunk.has_choices && !record_.first_chunk) record_.first_chunk = at;
@@ -124,12 +160,14 @@ Status Exchange::OnSseEvent(MonoTime at, const net::SseEvent& event) {
     record_.last_token = at;
   }
   if (!chunk.finish_reason.empty()) record_.finish_reason = chunk.finish_reason;
-  if (chunk.usage) {
-    record_.usage_prompt_tokens = chunk.usage->prompt_tokens;
-    record_.usage_completion_tokens = chunk.usage->completion_tokens;
-    record_.usage_cached_tokens = chunk.usage->cached_tokens;
-  }
+  if (chunk.usage) KeepUsage(*chunk.usage);
   return Ok{};
+}
+
+void Exchange::KeepUsage(const dialect::Usage& usage) {
+  if (usage.prompt_known) record_.usage_prompt_tokens = usage.prompt_tokens;
+  record_.usage_completion_tokens = usage.completion_tokens;
+  record_.usage_cached_tokens = usage.cached_tokens;
 }
 
 void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) {
@@ -151,7 +189,7 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
                   fmt::format("{}: HTTP {}: {}", where, record_.http_status, message));
   }
   if (!streaming_) {
-    Result<dialect::CompletionResponse> response = dialect::DecodeCompletionResponse(body_);
+    Result<dialect::CompletionResponse> response = dialect::DecodeResponse(api_, body_);
     if (!response.ok()) {
       return Finish(Outcome::kMalformedStream, where + ": " + response.error().message);
     }
@@ -161,21 +199,29 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
     if (keep_answer_text_) answer_text_ = r.content;
     record_.finish_reason = r.finish_reason;
     record_.invalid_utf8 = r.invalid_utf8;
-    if (r.usage) {
-      record_.usage_prompt_tokens = r.usage->prompt_tokens;
-      record_.usage_completion_tokens = r.usage->completion_tokens;
-      record_.usage_cached_tokens = r.usage->cached_tokens;
-    }
+    if (r.usage) KeepUsage(*r.usage);
+    // A whole answer without the server's count: one token per word, an estimate (said so by
+    // output_tokens_estimated; real tokenizers give about 1.3 tokens per English word).
+    if (!r.usage) record_.counted_tokens = CountWords(r.content) + CountWords(r.reasoning);
     return Finish(Outcome::kOk, "");
   }
-  if (sse_.Finish() && !saw_done_) {
+  if (dialect::StreamFraming(api_) == dialect::Framing::kNdjson) {
+    lines_.clear();
+    ndjson_.Finish(&lines_);  // a last line without its LF
+    for (const std::string& line : lines_) {
+      if (Status handled = OnPayload(at, line); !handled.ok()) {
+        return Finish(Outcome::kMalformedStream, where + ": " + handled.error().message);
+      }
+    }
+  } else if (sse_.Finish() && !saw_done_) {
     return Finish(Outcome::kTruncated, where + ": stream ended in the middle of an event");
   }
   if (!stream_error_.empty()) {
     return Finish(Outcome::kStreamError, where + ": error inside the stream: " + stream_error_);
   }
-  if (!saw_done_ && record_.finish_reason.empty()) {
-    return Finish(Outcome::kTruncated, where + ": stream ended without [DONE] or a finish_reason");
+  // A route without an end marker (Triton's generate_stream) is complete when its body is.
+  if (dialect::StreamHasEndMarker(api_) && !saw_done_ && record_.finish_reason.empty()) {
+    return Finish(Outcome::kTruncated, fmt::format("{}: stream ended without {}", where, EndMarker(api_)));
   }
   Finish(Outcome::kOk, "");
 }

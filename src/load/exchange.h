@@ -1,7 +1,8 @@
 // load/exchange.h
 //
 // Owns: one request/response exchange as measured: it receives the HTTP client's events for one
-// request, frames the body (SSE), decodes it (OpenAI dialect), stamps every instant into a
+// request, frames the body (SSE, or NDJSON for Ollama's native routes), decodes it in its route's
+// dialect (dialect/codec.h), stamps every instant into a
 // measure::RequestRecord and decides the request's single Outcome when the transport ends. A
 // stale-connection retry by the client is recorded (instant, reason), never an outcome.
 // Does not own: when to send (load/worker.h) or the transport (net/http_client.h).
@@ -12,9 +13,10 @@
 #include <functional>
 #include <string>
 
-#include "dialect/openai.h"
+#include "dialect/codec.h"
 #include "measure/record.h"
 #include "net/http_client.h"
+#include "net/ndjson.h"
 #include "net/sse.h"
 
 namespace bakeoff::load {
@@ -25,7 +27,8 @@ class Exchange final : public net::ResponseHandler {
   using DoneCallback = std::function<void(Exchange&)>;
 
   // `secret` (the bearer token, may be empty) is redacted from the error text of every record.
-  Exchange(bool streaming, std::string secret, DoneCallback done);
+  // Every request of this Exchange goes to a route of `api`.
+  Exchange(dialect::Api api, bool streaming, std::string secret, DoneCallback done);
 
   // Prepares for a new request whose record fields (id, intended_send, ...) are already set.
   // With `keep_answer_text`, the generated answer text is collected (for session replay, where
@@ -44,14 +47,20 @@ class Exchange final : public net::ResponseHandler {
 
  private:
   Status OnSseEvent(MonoTime at, const net::SseEvent& event);
+  // One payload (an SSE event's data or an NDJSON line) of a streamed answer.
+  Status OnPayload(MonoTime at, std::string_view payload);
+  void KeepUsage(const dialect::Usage& usage);
   void Finish(measure::Outcome outcome, std::string error);
 
+  dialect::Api api_;
   bool streaming_;
   std::string secret_;
   DoneCallback done_;
   measure::RequestRecord record_;
   net::SseDecoder sse_;
-  dialect::OpenAiStreamDecoder decoder_;
+  net::NdjsonDecoder ndjson_;
+  std::vector<std::string> lines_;  // NDJSON lines of the current read
+  dialect::StreamDecoder decoder_;
   std::string body_;                   // non-streaming body, or the start of an error body
   bool keep_answer_text_ = false;
   std::string answer_text_;

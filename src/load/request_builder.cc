@@ -35,7 +35,7 @@ dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload:
   request.history = std::move(text.history);
   request.history.insert(request.history.begin(), std::make_move_iterator(history.begin()),
                          std::make_move_iterator(history.end()));
-  if (request.api == dialect::Api::kCompletions) {
+  if (!dialect::ApiTakesMessages(request.api)) {
     // No message structure: the conversation so far, system prompt first, is one text.
     std::string joined;
     if (!request.system.empty()) joined += request.system + "\n";

@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "dialect/codec.h"
 #include "load/exchange.h"
 #include "load/prompt_text.h"
 #include "load/request_builder.h"
@@ -255,7 +256,7 @@ class Worker {
     record.max_tokens = request.max_tokens;
 
     net::HttpRequest http;
-    http.path = dialect::ApiPath(request.api);
+    http.path = dialect::RequestPath(request.api, request.model, request.stream);
     http.body = std::move(ready.body);
 
     Exchange* exchange = AcquireExchange();
@@ -279,7 +280,8 @@ class Worker {
       idle_exchanges_.pop_back();
       return exchange;
     }
-    exchanges_.push_back(std::make_unique<Exchange>(context_.run->target.request.stream,
+    exchanges_.push_back(std::make_unique<Exchange>(context_.run->target.request.api,
+                                                    context_.run->target.request.stream,
                                                     context_.run->target.client.bearer_token,
                                                     [this](Exchange& done) { OnExchangeDone(done); }));
     return exchanges_.back().get();

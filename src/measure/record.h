@@ -77,7 +77,7 @@ struct RequestRecord {
   std::optional<std::uint64_t> usage_prompt_tokens;      // server usage report
   std::optional<std::uint64_t> usage_completion_tokens;
   std::optional<std::uint64_t> usage_cached_tokens;
-  std::uint64_t counted_tokens = 0;  // sum of TokenEvent::tokens
+  std::uint64_t counted_tokens = 0;  // sum of TokenEvent::tokens (a whole answer: its words)
 
   int http_status = 0;
   Outcome outcome = Outcome::kCancelled;

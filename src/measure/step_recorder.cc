@@ -64,7 +64,12 @@ void StepRecorder::Add(const RequestRecord& r) {
   RequestFigures f;
   const MonoTime start = *r.send_start;
   const std::uint64_t n = r.OutputTokens();
-  if (r.OutputTokensEstimated()) c.output_tokens_estimated = true;
+  if (r.OutputTokensEstimated()) {
+    c.output_tokens_estimated = true;
+  } else {
+    ++c.output_counted_by_server;
+  }
+  if (r.max_tokens > 0 && n < r.max_tokens) ++c.ended_before_max_tokens;
   s.output_tokens.Add(static_cast<double>(n));
   c.output_tokens += n;
   if (r.usage_prompt_tokens) {
@@ -128,6 +133,8 @@ void StepRecorder::Merge(const StepRecorder& other) {
   c.prompt_tokens_counted += o.prompt_tokens_counted;
   c.output_tokens += o.output_tokens;
   c.output_tokens_estimated = c.output_tokens_estimated || o.output_tokens_estimated;
+  c.output_counted_by_server += o.output_counted_by_server;
+  c.ended_before_max_tokens += o.ended_before_max_tokens;
   c.prompt_tokens_from_server = c.prompt_tokens_from_server || o.prompt_tokens_from_server;
   if (o.first_send) c.first_send = std::min(c.first_send.value_or(*o.first_send), *o.first_send);
   if (o.last_finish) c.last_finish = std::max(c.last_finish.value_or(*o.last_finish), *o.last_finish);

@@ -85,6 +85,8 @@ struct StepCounts {
   std::uint64_t output_tokens = 0;  // ok requests
   bool output_tokens_estimated = false;  // some ok request had no server usage report
   bool prompt_tokens_from_server = false;
+  std::uint64_t output_counted_by_server = 0;  // ok requests whose output the server counted
+  std::uint64_t ended_before_max_tokens = 0;   // ok requests with fewer output tokens than max_tokens
   std::uint64_t stale_retries = 0;  // measured requests resent after a stale kept-alive connection
   // Ok requests whose usage counted the prompt: their planned and their counted prompt tokens,
   // so a step says how far the server's count was from the plan.

@@ -54,9 +54,6 @@ const json* FirstChoice(const json& doc) {
   return &(*choices)[0];
 }
 
-const char* ApiName(dialect::Api api) {
-  return api == dialect::Api::kChat ? "chat" : "completions";
-}
 
 class Compatibility {
  public:
@@ -164,7 +161,7 @@ class Compatibility {
   }
 
   void NonStreaming(dialect::Api api) {
-    const std::string name = fmt::format("{}_non_streaming", ApiName(api));
+    const std::string name = fmt::format("{}_non_streaming", dialect::ApiName(api));
     const ApiCall call = Send(name, api, Body(api, "Say hello.", kShortAnswer));
     if (NotServed(api, call)) {
       Unsupported(name, call.Describe(), call.evidence);
@@ -191,7 +188,7 @@ class Compatibility {
   }
 
   void Streaming(dialect::Api api) {
-    const std::string name = fmt::format("{}_streaming", ApiName(api));
+    const std::string name = fmt::format("{}_streaming", dialect::ApiName(api));
     json body = Body(api, "Say hello.", kShortAnswer);
     body["stream"] = true;
     const ApiCall call = Send(name, api, body);

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
-#include "dialect/openai.h"
+#include "dialect/codec.h"
 #include "qualify/probes.h"
 #include "qualify/stream_batch.h"
 

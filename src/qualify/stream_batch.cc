@@ -19,7 +19,7 @@ StreamBatch::StreamBatch(const net::Endpoint& endpoint, net::ClientOptions optio
   retry_after_.resize(bodies.size());
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     exchanges_.push_back(
-        std::make_unique<load::Exchange>(true, secret, [this, i](load::Exchange& exchange) {
+        std::make_unique<load::Exchange>(dialect::Api::kChat, true, secret, [this, i](load::Exchange& exchange) {
           std::lock_guard lock(mutex_);
           done_[i] = exchange.record();
           ended_flags_[i] = true;

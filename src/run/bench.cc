@@ -182,7 +182,69 @@ nlohmann::json ResourcesJson(const BenchOutcome& outcome, double price_per_hour)
   return j;
 }
 
+// What the requests asked for against what this engine's route sent and what its answers show:
+// where they differ, a comparison with another engine compares unequal work, and says so.
+nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze::StepAnalysis>& steps,
+                            std::vector<std::string>& notes) {
+  const dialect::GenerationRequest& request = config.run.target.request;
+  std::uint64_t ok = 0, counted = 0, short_answers = 0;
+  for (const analyze::StepAnalysis& s : steps) {
+    ok += s.ok_requests;
+    counted += s.output_counted_by_server;
+    short_answers += s.ended_before_max_tokens;
+  }
+  std::vector<std::string> unequal;
+  if (!config.intent.forced_length_not_sent.empty()) {
+    unequal.push_back("forced output length asked (--ignore-eos) but not sent: " + config.intent.forced_length_not_sent +
+                      fmt::format("; {} of {} answers ended before max_tokens", short_answers, ok));
+  } else if (request.ignore_eos && short_answers > 0) {
+    unequal.push_back(fmt::format("forced output length sent, yet {} of {} answers ended before max_tokens: the "
+                                  "engine did not honour it",
+                                  short_answers, ok));
+  }
+  if (ok > counted) {
+    unequal.push_back(fmt::format(
+        "{} of {} answers came without the server's output token count{}: their tokens were counted by the client",
+        ok - counted, ok,
+        dialect::ApiReportsOutputTokens(request.api) ? "" : fmt::format(" (the {} route reports none)", dialect::ApiName(request.api))));
+  }
+  for (const std::string& line : unequal) notes.push_back("fairness: " + line);
+  return {{"api", dialect::ApiName(request.api)},
+          {"forced_length", {{"asked", config.intent.forced_length},
+                             {"sent", request.ignore_eos},
+                             {"not_sent_because", config.intent.forced_length_not_sent.empty()
+                                                      ? nlohmann::json()
+                                                      : nlohmann::json(config.intent.forced_length_not_sent)},
+                             {"answers_before_max_tokens", short_answers}}},
+          {"usage", {{"route_reports_output_tokens", dialect::ApiReportsOutputTokens(request.api)},
+                     {"route_reports_prompt_tokens", dialect::ApiReportsPromptTokens(request.api)},
+                     {"answers_counted_by_server", counted}}},
+          {"ok_answers", ok},
+          {"unequal_work", unequal}};
+}
+
 }  // namespace
+
+RequestIntent FitRequestToEngine(dialect::GenerationRequest& request, const target::EngineAdapter* adapter) {
+  RequestIntent intent;
+  intent.forced_length = request.ignore_eos;
+  if (!request.ignore_eos) return intent;
+  if (!dialect::ApiCanForceLength(request.api)) {
+    intent.forced_length_not_sent =
+        fmt::format("the {} route has no field that forces an output length", dialect::ApiName(request.api));
+  } else if (adapter != nullptr && adapter->request.ignore_eos.empty()) {
+    intent.forced_length_not_sent = fmt::format("{} cannot force an output length (no ignore_eos)", adapter->display_name);
+  }
+  if (!intent.forced_length_not_sent.empty()) {
+    request.ignore_eos = false;
+    request.min_tokens.reset();
+  } else if (adapter != nullptr && adapter->request.min_tokens.empty()) {
+    request.min_tokens.reset();  // ignore_eos alone (llama.cpp has no min_tokens)
+  } else if (adapter != nullptr) {
+    request.min_tokens_field = adapter->request.min_tokens.data();
+  }
+  return intent;
+}
 
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) {
   nlohmann::json summary;
@@ -322,6 +384,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   summary["metrics_file"] = timeline ? nlohmann::json("metrics.jsonl") : nlohmann::json();
   summary["resources"] = ResourcesJson(outcome, config.price_per_hour);
   summary["metrics_problems"] = timeline ? nlohmann::json(timeline->Problems()) : nlohmann::json::array();
+  summary["fairness"] = FairnessJson(config, outcome.steps, outcome.notes);
   WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;
 }

@@ -30,6 +30,18 @@
 
 namespace bakeoff::run {
 
+// The run's intent for every request beyond its prompt, before the engine's route had its say.
+struct RequestIntent {
+  bool forced_length = false;          // --ignore-eos: every answer max_tokens long
+  std::string forced_length_not_sent;  // why the route could not ask for it ("" = it was sent)
+};
+
+// Withholds what `request`'s route or `adapter` cannot send: --ignore-eos on a route or engine
+// without the fields clears them and says why in the returned intent; an engine with ignore_eos
+// but no min_tokens gets ignore_eos alone; min_tokens goes under the adapter's field name.
+// `adapter` may be null (the generic OpenAI fields are sent).
+RequestIntent FitRequestToEngine(dialect::GenerationRequest& request, const target::EngineAdapter* adapter);
+
 struct BenchConfig {
   load::RunSpec run;           // target, shape, steps, workers, seed
   std::string url;             // as given, for the summary
@@ -51,6 +63,9 @@ struct BenchConfig {
   Nanos telemetry_interval = std::chrono::seconds(1);
   // Cost per output token from this price (per hour of everything the engine runs on); 0: none.
   double price_per_hour = 0;
+  // What every request was meant to carry, when the engine's route could not send it all
+  // (summary.json "fairness"; docs/formats/summary.md).
+  RequestIntent intent;
 };
 
 struct BenchOutcome {

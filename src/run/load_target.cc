@@ -26,15 +26,7 @@ Result<BenchOutcome> RunLoadJob(const LoadTarget& target, LoadJob job, const std
   target::StripApiVersionSuffix(endpoint.value());
   config.run.target.endpoint = endpoint.value();
   config.run.target.client = target.client;
-  dialect::GenerationRequest& request = config.run.target.request;
-  if (request.ignore_eos && !target.can_force_length) {
-    request.ignore_eos = false;
-    request.min_tokens.reset();
-  } else if (request.ignore_eos && target.min_tokens_field == nullptr) {
-    request.min_tokens.reset();
-  } else if (request.ignore_eos) {
-    request.min_tokens_field = target.min_tokens_field;
-  }
+  config.intent = FitRequestToEngine(config.run.target.request, target.adapter);
   config.url = target.url;
   config.adapter = target.adapter;
   config.metrics_path = target.metrics_path;

@@ -26,12 +26,12 @@ namespace bakeoff::run {
 
 struct LoadTarget {
   bool simulated = false;
-  // A server: its base URL, client options, and the engine's forced-length request fields.
+  // A server: its base URL, client options, and the engine's adapter.
   std::string url;
   net::ClientOptions client;
-  const char* min_tokens_field = "min_tokens";  // static storage (an adapter's); nullptr: none
-  bool can_force_length = true;  // the engine honours ignore_eos (else answers may end early)
-  const target::EngineAdapter* adapter = nullptr;  // its metric names; null: any engine's
+  // Its request fields (forced length) and metric names; null: generic OpenAI fields, any engine's
+  // metric names.
+  const target::EngineAdapter* adapter = nullptr;
   std::string metrics_path = "/metrics";           // scraped beside the load; empty: not scraped
   std::optional<pid_t> engine_pid;                 // a launched engine: its CPU and memory are sampled
   double price_per_hour = 0;                       // for cost per output token in summary.json

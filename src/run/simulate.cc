@@ -17,7 +17,7 @@ namespace {
 // tokens"): chat counts every message's content joined with newlines; completions the prompt.
 std::vector<emulate::TokenId> PromptTokenIds(const dialect::GenerationRequest& request) {
   std::string text;
-  if (request.api == dialect::Api::kChat) {
+  if (dialect::ApiTakesMessages(request.api)) {
     if (!request.system.empty()) text += request.system + "\n";
     for (const auto& [role, content] : request.history) text += content + "\n";
   }

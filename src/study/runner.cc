@@ -717,10 +717,8 @@ class StudyRunner {
     }
     t.price_per_hour = study_.hardware.price_per_hour;
     if (const target::EngineAdapter* adapter = target::FindAdapter(results_.candidates[i].engine); adapter != nullptr) {
-      t.can_force_length = !adapter->request.ignore_eos.empty();
       t.adapter = adapter;
       t.metrics_path = adapter->metrics_path.empty() ? "" : std::string(adapter->metrics_path);
-      t.min_tokens_field = adapter->request.min_tokens.empty() ? nullptr : adapter->request.min_tokens.data();
     }
     return t;
   }

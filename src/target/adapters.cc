@@ -10,6 +10,7 @@
 namespace bakeoff::target {
 namespace {
 
+using A = dialect::Api;
 using K = SignalKind;
 using S = Signal;
 
@@ -22,6 +23,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "vLLM",
       .aliases = {"vllm-serve"},
       .dialect = "openai",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health",
                   "200 engine alive; 503 engine dead (then the process exits); "
                   "connection refused while the model loads",
@@ -74,6 +76,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "SGLang",
       .aliases = {},
       .dialect = "openai",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health",
                   "503 until the warm-up request succeeded and during shutdown; 200 "
                   "after a real 1-token generation by default; refused while loading",
@@ -126,6 +129,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "TensorRT-LLM",
       .aliases = {"tensorrt-llm", "trtllm-serve", "tensorrt_llm"},
       .dialect = "openai",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health", "200 ready; 503 \"LLM is unavailable\"; refused while loading", {503}},
                  {"/health_generate", "1-token chat: 200 or 500", {500}}},
       .version = {{"/version", VersionRead::kJsonField, "version", {}, ""}},
@@ -167,6 +171,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "Triton",
       .aliases = {"tritonserver"},
       .dialect = "openai (frontend); generate/generate_stream SSE without [DONE] on /v2",
+      .apis = {A::kChat, A::kCompletions, A::kTritonGenerate, A::kKserveInfer},
       .health = {{"/health/ready",
                   "OpenAI frontend: 200 ready; 400 engine not ready; 500 none",
                   {400, 500}},
@@ -215,6 +220,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "llama.cpp",
       .aliases = {"llamacpp", "llama-server", "llama_cpp"},
       .dialect = "openai (+ native /completion: no [DONE], error: SSE lines)",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health",
                   "503 \"Loading model\" while loading (the listener is up); 200 "
                   "{\"status\":\"ok\"} when ready",
@@ -260,6 +266,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "Ollama",
       .aliases = {},
       .dialect = "openai (+ native NDJSON /api/generate and /api/chat)",
+      .apis = {A::kChat, A::kCompletions, A::kOllamaGenerate, A::kOllamaChat},
       .health = {{"/",
                   "200 \"Ollama is running\" as soon as it listens; says nothing about "
                   "models, which load lazily (GET /api/ps lists loaded ones)",
@@ -294,6 +301,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "TGI",
       .aliases = {"text-generation-inference"},
       .dialect = "openai (+ native generate_stream: data: without a space, no [DONE])",
+      .apis = {A::kChat, A::kCompletions, A::kTgiGenerate},
       .health = {{"/health",
                   "200 healthy; 503 {error: unhealthy, error_type: healthcheck}; "
                   "refused until shards are warm",
@@ -337,6 +345,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "LMDeploy",
       .aliases = {},
       .dialect = "openai",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health",
                   "0.16: 200 healthy or sleeping; 503 initializing or unhealthy; "
                   "refused while the engine is built",
@@ -381,6 +390,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "KServe",
       .aliases = {"kserve-modelserver"},
       .dialect = "openai under /openai (+ V2 inference protocol /v2/models/{m}/infer)",
+      .apis = {A::kChat, A::kCompletions, A::kKserveInfer},
       .health = {{"/v2/health/ready", "200 ready; 503 {error} not ready (Triton says 400)", {503}},
                  {"/v2/health/live", "200 live; 503 not live", {503}}},
       // Open Inference Protocol server metadata; KServe's Python server names itself "kserve".
@@ -412,6 +422,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "generic OpenAI-compatible",
       .aliases = {"generic", "openai"},
       .dialect = "openai",
+      .apis = {A::kChat, A::kCompletions},
       .health = {{"/health", "200 ready; anything else or no answer: not ready", {503}}},
       .version = {},
       .metrics_path = "/metrics",

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dialect/request.h"
 #include "target/metric_names.h"
 #include "target/prometheus.h"
 
@@ -108,6 +109,7 @@ struct EngineAdapter {
   std::string_view display_name;          // "vLLM": what reports and the metric table say
   std::vector<std::string_view> aliases;  // other --engine spellings
   std::string_view dialect;         // request/stream dialect: "openai" (+ native routes in quirks)
+  std::vector<dialect::Api> apis;   // the routes bakeoff can load it on (--api), OpenAI's first
   std::vector<HealthRoute> health;  // the first is the readiness path bakeoff polls
   std::vector<VersionSource> version;
   std::string_view metrics_path;  // "" when the engine has no Prometheus page

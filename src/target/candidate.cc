@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include "dialect/codec.h"
+
 namespace bakeoff::target {
 namespace {
 
@@ -99,7 +101,7 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
   generation.include_usage = false;
   generation.temperature = 0.0;
   net::HttpRequest request;
-  request.path = dialect::ApiPath(spec_.api);
+  request.path = dialect::RequestPath(generation.api, generation.model, false);
   request.body = dialect::EncodeRequestBody(generation);
   const MonoTime start = std::chrono::steady_clock::now();
   Result<net::FetchedResponse> response = Call(std::move(request), timeout);
@@ -116,7 +118,7 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
         dialect::DecodeErrorMessage(response->body).value_or(answer.body.substr(0, 200)));
     return answer;
   }
-  Result<dialect::CompletionResponse> decoded = dialect::DecodeCompletionResponse(response->body);
+  Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(generation.api, response->body);
   if (!decoded.ok()) {
     answer.error = decoded.error().message;
     return answer;
@@ -124,7 +126,7 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
   answer.text = decoded->content;
   answer.finish_reason = decoded->finish_reason;
   if (decoded->usage) {
-    answer.prompt_tokens = decoded->usage->prompt_tokens;
+    if (decoded->usage->prompt_known) answer.prompt_tokens = decoded->usage->prompt_tokens;
     answer.completion_tokens = decoded->usage->completion_tokens;
   }
   answer.ok = !answer.text.empty() || !answer.finish_reason.empty();

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "dialect/codec.h"
 #include "load/request_builder.h"
 
 namespace bakeoff::target {
@@ -59,7 +60,7 @@ Result<std::uint64_t> UsagePromptTokens(const CalibrationPlan& plan, const std::
   generation.ignore_eos = false;
   generation.stream = false;
   net::HttpRequest request;
-  request.path = dialect::ApiPath(generation.api);
+  request.path = dialect::RequestPath(generation.api, generation.model, false);
   request.body = dialect::EncodeRequestBody(generation);
   ++probes_sent;
   Result<net::FetchedResponse> response = net::Fetch(plan.endpoint, request, plan.client);
@@ -70,9 +71,9 @@ Result<std::uint64_t> UsagePromptTokens(const CalibrationPlan& plan, const std::
     return MakeError(ErrorCode::kUnavailable,
                      fmt::format("HTTP {}: {}", response->head.status, message));
   }
-  Result<dialect::CompletionResponse> decoded = dialect::DecodeCompletionResponse(response->body);
+  Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(generation.api, response->body);
   if (!decoded.ok()) return decoded.error();
-  if (!decoded->usage || decoded->usage->prompt_tokens == 0) {
+  if (!decoded->usage || !decoded->usage->prompt_known || decoded->usage->prompt_tokens == 0) {
     return MakeError(ErrorCode::kProtocol, "the answer reports no usage.prompt_tokens");
   }
   return decoded->usage->prompt_tokens;

@@ -16,7 +16,7 @@
 #include <simdjson.h>
 
 #include "core/check.h"
-#include "dialect/openai.h"
+#include "dialect/codec.h"
 #include "dialect/tokenize.h"
 
 namespace {

@@ -5,6 +5,8 @@
 // from the formats in shared/reference/engine-interfaces.md), whole responses and error bodies.
 #include "dialect/openai.h"
 
+#include "dialect/codec.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>

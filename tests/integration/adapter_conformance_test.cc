@@ -1,0 +1,195 @@
+// One conformance suite over every engine adapter: for each route an adapter lists (its OpenAI
+// chat route and its native ones), `bakeoff bench` runs against that engine's hand-written wire
+// fixture (tests/testdata/engines/, README there), replayed on loopback, and must read the same
+// answer from each dialect: three tokens "Paris is lovely", finished at max_tokens, with the
+// server's counts exactly where the route reports them and the client's count (said so) where it
+// does not. The emulator's native routes are then loaded through the same codecs and must agree
+// with the emulator's own counters.
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "dialect/request.h"
+#include "emulate/server.h"
+#include "support/bakeoff_process.h"
+#include "support/engine_fixture.h"
+#include "support/scripted_server.h"
+#include "target/adapters.h"
+
+namespace bakeoff {
+namespace {
+
+using nlohmann::json;
+namespace t = testing;
+
+struct RouteCase {
+  const target::EngineAdapter* adapter;
+  dialect::Api api;
+  bool stream;
+};
+
+std::string CaseName(const RouteCase& c) {
+  std::string name = std::string(c.adapter->name) + "_" + dialect::ApiName(c.api) + (c.stream ? "" : "_whole");
+  for (char& ch : name) {
+    if (ch == '.' || ch == '-') ch = '_';
+  }
+  return name;
+}
+
+// Where an adapter's fixtures are: Triton's own routes are on its core endpoint, not its OpenAI
+// frontend.
+std::string FixtureDir(const RouteCase& c) {
+  const std::string name(c.adapter->name);
+  return name == "triton" && !dialect::IsOpenAiApi(c.api) ? "triton-core" : name;
+}
+
+// The model each fixture folder serves (its /v1/models, or the model in its /v2 paths).
+std::string FixtureModel(const std::string& dir) {
+  if (dir == "triton-core") return "ensemble";
+  std::ifstream in(t::EngineFixtureDir(dir) / (dir == "kserve" ? "openai_v1_models.http" : "v1_models.http"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const json listing = json::parse(text.substr(text.find("\n\n") + 2));
+  return listing["data"][0]["id"];
+}
+
+std::vector<RouteCase> AllRouteCases() {
+  std::vector<RouteCase> cases;
+  for (const target::EngineAdapter& adapter : target::AllAdapters()) {
+    for (const dialect::Api api : adapter.apis) {
+      if (api == dialect::Api::kCompletions) continue;  // chat stands for the OpenAI routes
+      if (dialect::ApiStreams(api)) cases.push_back({&adapter, api, true});
+      // The whole-answer variants of the native routes that have one on another path.
+      if (api == dialect::Api::kTgiGenerate || api == dialect::Api::kTritonGenerate ||
+          api == dialect::Api::kKserveInfer) {
+        cases.push_back({&adapter, api, false});
+      }
+    }
+  }
+  return cases;
+}
+
+std::filesystem::path OutDir(const std::string& name) {
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("bakeoff_conformance_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  return out;
+}
+
+std::vector<json> Records(const std::filesystem::path& dir) {
+  std::vector<json> records;
+  std::ifstream in(dir / "records.jsonl");
+  for (std::string line; std::getline(in, line);) records.push_back(json::parse(line));
+  return records;
+}
+
+void PrintTo(const RouteCase& c, std::ostream* os) { *os << CaseName(c); }
+
+class AdapterConformanceTest : public ::testing::TestWithParam<RouteCase> {};
+
+TEST_P(AdapterConformanceTest, EveryRouteReadsTheSameAnswer) {
+  const RouteCase& c = GetParam();
+  const std::string dir = FixtureDir(c);
+  t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir(dir)));
+  const std::string base = server.url() + (dir == "kserve" && dialect::IsOpenAiApi(c.api) ? "/openai" : "");
+  const std::filesystem::path out = OutDir(CaseName(c));
+  std::vector<std::string> args = {"bench", "--url", base, "--engine", std::string(c.adapter->name),
+                                   "--api", dialect::ApiName(c.api), "--model", FixtureModel(dir),
+                                   "--requests", "2", "--concurrency", "1", "--prompt-tokens", "8",
+                                   "--output-tokens", "3", "--no-calibrate", "--metrics-interval", "0",
+                                   "--warmup", "0s", "--out", out.string()};
+  if (!c.stream) args.push_back("--no-stream");
+  const t::Finished run = t::RunBakeoff(args);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  const bool prompt_counted = dialect::ApiReportsPromptTokens(c.api) && dir != "generic-openai";
+  const bool output_counted = (dialect::ApiReportsOutputTokens(c.api) && dir != "generic-openai") ||
+                              c.api == dialect::Api::kTgiGenerate;
+  const std::vector<json> records = Records(out);
+  ASSERT_EQ(records.size(), 2u) << run.output;
+  for (const json& r : records) {
+    EXPECT_EQ(r["outcome"], "ok") << r.dump();
+    EXPECT_EQ(r["output_tokens"], 3) << r.dump();
+    EXPECT_EQ(r["output_tokens_estimated"], !output_counted) << r.dump();
+    if (prompt_counted) {
+      EXPECT_EQ(r.value("usage_prompt_tokens", json()), 12) << r.dump();
+    } else {
+      EXPECT_FALSE(r.contains("usage_prompt_tokens")) << r.dump();
+    }
+    // Triton's generate and the V2 infer route say nothing of why an answer ended.
+    if (c.api != dialect::Api::kTritonGenerate && c.api != dialect::Api::kKserveInfer) {
+      EXPECT_EQ(r.value("finish_reason", ""), "length") << r.dump();
+    }
+    if (c.stream) {
+      EXPECT_TRUE(r.contains("first_token_ns")) << r.dump();
+    }
+  }
+  const json summary = json::parse(std::ifstream(out / "summary.json"));
+  const json& fairness = summary["fairness"];
+  EXPECT_EQ(fairness["api"], dialect::ApiName(c.api));
+  EXPECT_EQ(fairness["ok_answers"], 2);
+  EXPECT_EQ(fairness["usage"]["answers_counted_by_server"], output_counted ? 2 : 0);
+  // Every answer is 3 tokens: none ended early. An uncounted route is flagged, a counted one not.
+  EXPECT_EQ(fairness["forced_length"]["answers_before_max_tokens"], 0);
+  EXPECT_EQ(fairness["unequal_work"].size(), output_counted ? 0u : 1u) << fairness.dump();
+  // The request went to the route, in its shape.
+  const std::vector<t::CapturedRequest> requests = server.requests();
+  bool sent = false;
+  for (const t::CapturedRequest& request : requests) {
+    if (request.method != "POST") continue;
+    sent = true;
+    EXPECT_EQ(request.target.find("/v1/") != std::string::npos, dialect::IsOpenAiApi(c.api)) << request.target;
+    EXPECT_TRUE(json::accept(request.body)) << request.body;
+  }
+  EXPECT_TRUE(sent);
+  std::filesystem::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAdapters, AdapterConformanceTest, ::testing::ValuesIn(AllRouteCases()),
+                         [](const ::testing::TestParamInfo<RouteCase>& param) { return CaseName(param.param); });
+
+// The emulator serves every native route; a bench over each reads what the engine model
+// generated, and --ignore-eos, which no native route can send, is recorded as unequal work.
+TEST(NativeRoutesTest, ABenchOverEachNativeRouteOfTheEmulatorAgreesWithItsCounters) {
+  for (const dialect::Api api : {dialect::Api::kOllamaGenerate, dialect::Api::kOllamaChat, dialect::Api::kTgiGenerate,
+                                 dialect::Api::kTritonGenerate, dialect::Api::kKserveInfer}) {
+    SCOPED_TRACE(dialect::ApiName(api));
+    emulate::EmulatorConfig config;
+    config.port = 0;
+    config.instant = true;
+    auto emulator = emulate::EmulatorServer::Start(config);
+    ASSERT_TRUE(emulator.ok()) << emulator.error().message;
+    const std::filesystem::path out = OutDir(std::string("emulated_") + dialect::ApiName(api));
+    std::vector<std::string> args = {"bench", "--url", "http://127.0.0.1:" + std::to_string(emulator.value()->port()),
+                                     "--api", dialect::ApiName(api), "--requests", "12", "--concurrency", "3",
+                                     "--prompt-tokens", "40", "--output-tokens", "9", "--ignore-eos",
+                                     "--metrics-interval", "0", "--out", out.string()};
+    if (!dialect::ApiStreams(api)) args.push_back("--no-stream");
+    const t::Finished run = t::RunBakeoff(args);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const std::vector<json> records = Records(out);
+    for (const json& r : records) {
+      EXPECT_EQ(r["outcome"], "ok") << r.dump();
+      EXPECT_GE(r["output_tokens"], 1) << r.dump();
+      EXPECT_LE(r["output_tokens"], 9) << r.dump();
+    }
+    const json summary = json::parse(std::ifstream(out / "summary.json"));
+    EXPECT_EQ(summary["fairness"]["forced_length"]["sent"], false);
+    EXPECT_FALSE(summary["fairness"]["unequal_work"].empty());
+    EXPECT_NE(run.output.find("no field that forces an output length"), std::string::npos) << run.output;
+    // Each measured request (and any warm-up) was a whole generation for the engine model.
+    const emulate::EmulatorStats stats = emulator.value()->stats();
+    EXPECT_EQ(records.size(), 12u);
+    EXPECT_GE(stats.finished, records.size());
+    EXPECT_EQ(stats.aborted, 0u);
+    std::filesystem::remove_all(out);
+  }
+}
+
+}  // namespace
+}  // namespace bakeoff
