@@ -75,6 +75,7 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   load::TargetSpec& target = config.run.target;
   target.endpoint = endpoint.value();
   target.request = setup->request;
+  ApplyVariantTo(setup.value(), target);
   config.run.shape = setup->shape;
   config.run.steps = setup->steps;
   config.trace = setup->trace;

@@ -40,6 +40,10 @@ struct EmulateFlags {
   double prefill_ms_per_token = 0.06;
   double decode_ms_per_seq = 0.08;
   double kv_ms_per_1k_tokens = 0.04;
+  double grammar_ms_per_token = 0.05;
+  double lora_load_ms = 25.0;
+  long long max_loras = 4;
+  std::vector<std::string> lora_adapters;
   double eos_probability = 0.0;
   unsigned long long seed = 0;
   double startup_download_s = 0.0;
@@ -93,6 +97,8 @@ std::string CheckFlags(const EmulateFlags& f) {
                       {"--prefill-ms-per-token", f.prefill_ms_per_token},
                       {"--decode-ms-per-seq", f.decode_ms_per_seq},
                       {"--kv-ms-per-1k-tokens", f.kv_ms_per_1k_tokens},
+                      {"--grammar-ms-per-token", f.grammar_ms_per_token},
+                      {"--lora-load-ms", f.lora_load_ms},
                       {"--startup-download", f.startup_download_s},
                       {"--startup-load", f.startup_load_s},
                       {"--startup-compile", f.startup_compile_s},
@@ -154,6 +160,9 @@ Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
   if (use("--prefill-ms-per-token")) engine.cost.prefill_ms_per_token = f.prefill_ms_per_token;
   if (use("--decode-ms-per-seq")) engine.cost.decode_ms_per_seq = f.decode_ms_per_seq;
   if (use("--kv-ms-per-1k-tokens")) engine.cost.kv_ms_per_1k_tokens = f.kv_ms_per_1k_tokens;
+  if (use("--grammar-ms-per-token")) engine.cost.grammar_ms_per_token = f.grammar_ms_per_token;
+  if (use("--lora-load-ms")) engine.cost.lora_load_ms = f.lora_load_ms;
+  if (use("--max-loras")) engine.max_loras = f.max_loras;
   if (use("--eos-probability")) engine.eos_probability = f.eos_probability;
   if (use("--seed")) engine.seed = f.seed;
   if (engine.max_batched_tokens < engine.max_num_seqs) {
@@ -218,6 +227,7 @@ int RunEmulate(const EmulateFlags& f) {
   config.host = f.host;
   config.port = static_cast<std::uint16_t>(f.port);
   config.served_model_name = f.model;
+  config.lora_adapters = f.lora_adapters;
   config.engine = *engine;
   config.startup.download = FromSeconds(f.startup_download_s);
   config.startup.load = FromSeconds(f.startup_load_s);
@@ -350,6 +360,13 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   engine_option("--decode-ms-per-seq", flags->decode_ms_per_seq, "Step cost: ms per decoding sequence");
   engine_option("--kv-ms-per-1k-tokens", flags->kv_ms_per_1k_tokens,
                 "Step cost: ms per 1000 KV-cache tokens attended");
+  engine_option("--grammar-ms-per-token", flags->grammar_ms_per_token,
+                "Step cost: ms per decoding sequence under a grammar (structured output, tool calls)");
+  engine_option("--lora-load-ms", flags->lora_load_ms, "Step cost: ms per LoRA adapter loaded into a slot");
+  engine_option("--max-loras", flags->max_loras, "LoRA adapters resident at once (least recently used evicted)");
+  command->add_option("--lora-adapters", flags->lora_adapters,
+                      "LoRA adapter names served beside --model (comma-separated); a request naming one runs with it")
+      ->delimiter(',');
   engine_option("--eos-probability", flags->eos_probability,
                 "Chance per token of an early EOS (honours min_tokens, ignore_eos)");
   engine_option("--seed", flags->seed, "Seed of the EOS, noise and fault draws");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/file.h"
 #include "workload/importers.h"
 
 namespace bakeoff::cli {
@@ -49,6 +50,78 @@ void AddLoadOptions(CLI::App& c, LoadFlags& f) {
       ->capture_default_str();
   c.add_flag("--skip-invalid", f.skip_invalid,
              "Replay: skip malformed trace rows (counted and reported)");
+  c.add_option("--batch", f.batch, "--api embeddings: texts per request; rerank: documents per request")
+      ->capture_default_str();
+  c.add_option("--structured", f.structured,
+               "Structured output: json_schema, choice, regex or tool; each step runs plain, then "
+               "constrained, on the same prompts");
+  c.add_option("--structured-spec", f.structured_spec,
+               "File with the JSON schema (json_schema, tool), a JSON list of choices, or the regex");
+  c.add_option("--lora-adapters", f.lora_adapters,
+               "LoRA adapter names (comma-separated); each step runs on the base model, then with an "
+               "adapter drawn per request")
+      ->delimiter(',');
+  c.add_option("--lora-distribution", f.lora_distribution, "How adapters are drawn: uniform or zipf:S")
+      ->capture_default_str();
+}
+
+namespace {
+
+// The built-in constraint of each kind: an answer record, three choices, a short code.
+constexpr const char* kDefaultSchema =
+    R"({"type":"object","properties":{"answer":{"type":"string"},"confidence":{"type":"number"}},"required":["answer","confidence"]})";
+constexpr const char* kDefaultChoices = R"(["yes","no","unsure"])";
+constexpr const char* kDefaultRegex = "[A-Z]{3}-[0-9]{4}";
+
+Result<dialect::OutputConstraint> ParseConstraint(const LoadFlags& f) {
+  auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  dialect::OutputConstraint c;
+  const char* fallback = nullptr;
+  if (f.structured == "json_schema") {
+    c.kind = dialect::OutputConstraint::Kind::kJsonSchema;
+    fallback = kDefaultSchema;
+  } else if (f.structured == "choice") {
+    c.kind = dialect::OutputConstraint::Kind::kChoice;
+    fallback = kDefaultChoices;
+  } else if (f.structured == "regex") {
+    c.kind = dialect::OutputConstraint::Kind::kRegex;
+    fallback = kDefaultRegex;
+  } else if (f.structured == "tool") {
+    c.kind = dialect::OutputConstraint::Kind::kTool;
+    fallback = kDefaultSchema;
+  } else {
+    return usage("--structured: '" + f.structured + "' (expected json_schema, choice, regex or tool)");
+  }
+  c.spec = fallback;
+  if (!f.structured_spec.empty()) {
+    Result<std::string> text = ReadFile(f.structured_spec);
+    if (!text.ok()) return usage("--structured-spec: " + text.error().message);
+    c.spec = text.value();
+    while (!c.spec.empty() && (c.spec.back() == '\n' || c.spec.back() == '\r')) c.spec.pop_back();
+  }
+  if (c.kind == dialect::OutputConstraint::Kind::kRegex) return c;
+  // A schema or a list is put into the body as it is: it must be JSON of the right shape.
+  const nlohmann::json doc = nlohmann::json::parse(c.spec, nullptr, /*allow_exceptions=*/false);
+  const bool list = c.kind == dialect::OutputConstraint::Kind::kChoice;
+  if (doc.is_discarded() || (list ? !doc.is_array() || doc.empty() : !doc.is_object())) {
+    return usage(fmt::format("--structured-spec {}: not {}", f.structured_spec,
+                             list ? "a JSON list of choices" : "a JSON schema (an object)"));
+  }
+  if (list) {
+    for (const nlohmann::json& choice : doc) {
+      if (!choice.is_string()) return usage("--structured-spec " + f.structured_spec + ": every choice must be a string");
+    }
+  }
+  c.spec = doc.dump();
+  return c;
+}
+
+}  // namespace
+
+void ApplyVariantTo(const LoadSetup& setup, load::TargetSpec& target) {
+  target.constraint = setup.constraint;
+  target.lora_adapters = setup.lora_adapters;
+  target.lora_zipf = setup.lora_zipf;
 }
 
 Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
@@ -215,6 +288,56 @@ Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
     if (!slo.ok()) return usage(slo.error().message);
     setup.slo = slo.value();
   }
+  if (f.batch == 0 || f.batch > 4096) return usage("--batch: must be between 1 and 4096");
+  if (f.batch > 1 && dialect::ApiGenerates(request.api)) return usage("--batch: only for --api embeddings or rerank");
+  if (!dialect::ApiGenerates(request.api)) {
+    if (!f.trace.empty()) return usage("--api " + f.api + ": a trace replays generation traffic; pooling loads are synthetic");
+    if (!f.no_stream) return usage("--api " + f.api + ": answers are whole; pass --no-stream");
+    setup.shape.batch = f.batch;
+  }
+  if (!f.structured.empty() && !f.lora_adapters.empty()) {
+    return usage("--structured and --lora-adapters: one comparison at a time");
+  }
+  if (!f.structured.empty()) {
+    if (!dialect::IsOpenAiApi(request.api)) return usage("--structured: only on the OpenAI routes (chat, completions)");
+    Result<dialect::OutputConstraint> constraint = ParseConstraint(f);
+    if (!constraint.ok()) return constraint.error();
+    if (constraint->kind == dialect::OutputConstraint::Kind::kTool && request.api != dialect::Api::kChat) {
+      return usage("--structured tool: only with --api chat");
+    }
+    setup.constraint = constraint.value();
+    setup.variant = f.structured;
+  }
+  if (!f.lora_adapters.empty()) {
+    for (const std::string& adapter : f.lora_adapters) {
+      if (adapter.empty()) return usage("--lora-adapters: an empty name");
+    }
+    setup.lora_adapters = f.lora_adapters;
+    setup.variant = "lora";
+    if (f.lora_distribution.starts_with("zipf:")) {
+      char* end = nullptr;
+      const std::string exponent = f.lora_distribution.substr(5);
+      setup.lora_zipf = std::strtod(exponent.c_str(), &end);
+      if (exponent.empty() || end != exponent.c_str() + exponent.size() || !(setup.lora_zipf > 0) || setup.lora_zipf > 10) {
+        return usage("--lora-distribution: zipf:S with S in (0, 10]");
+      }
+    } else if (f.lora_distribution != "uniform") {
+      return usage("--lora-distribution: '" + f.lora_distribution + "' (expected uniform or zipf:S)");
+    }
+  }
+  if (!setup.variant.empty()) {
+    // Each step, then its variant on the same arrivals and prompts.
+    std::vector<load::StepSpec> paired;
+    for (std::size_t i = 0; i < setup.steps.size(); ++i) {
+      paired.push_back(setup.steps[i]);
+      load::StepSpec variant = setup.steps[i];
+      variant.variant = true;
+      variant.baseline = static_cast<std::uint32_t>(paired.size() - 1);
+      variant.label += " " + setup.variant;
+      paired.push_back(std::move(variant));
+    }
+    setup.steps = std::move(paired);
+  }
   const std::string name = command.substr(command.find(' ') + 1);  // "bakeoff bench" -> "bench"
   setup.out_dir = f.out.empty()
                       ? std::filesystem::path("out") / fmt::format("{}-{}", name, ::time(nullptr))
@@ -243,6 +366,11 @@ nlohmann::json LoadFlagsJson(const LoadFlags& f, const LoadSetup& setup) {
           {"trace_format", f.trace_format},
           {"time_scale", f.time_scale},
           {"skip_invalid", f.skip_invalid},
+          {"batch", f.batch},
+          {"structured", f.structured},
+          {"structured_spec", f.structured_spec},
+          {"lora_adapters", f.lora_adapters},
+          {"lora_distribution", f.lora_distribution},
           {"trace_import", setup.trace_import}};
 }
 

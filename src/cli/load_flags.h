@@ -48,6 +48,11 @@ struct LoadFlags {
   std::string trace_format = "auto";
   double time_scale = 1;
   bool skip_invalid = false;
+  std::uint32_t batch = 1;          // embeddings / rerank: texts or documents per request
+  std::string structured;           // json_schema, choice, regex or tool: compare against plain
+  std::string structured_spec;      // a file with the schema / choices / pattern ("" = built in)
+  std::vector<std::string> lora_adapters;  // compare adapters drawn per request against the base
+  std::string lora_distribution = "uniform";  // or zipf:S
 };
 
 // The largest prompt or answer a flag may ask for, in tokens: beyond every served context today,
@@ -68,7 +73,16 @@ struct LoadSetup {
   std::filesystem::path out_dir;
   std::vector<std::uint32_t> concurrencies;  // as run (1 when no step kind was chosen)
   nlohmann::json trace_import;  // replay: rows read and skipped (--skip-invalid), for summary.json
+  // --structured or --lora-adapters: every step is followed by its variant (StepSpec::variant),
+  // which changes requests as these say.
+  std::optional<dialect::OutputConstraint> constraint;
+  std::vector<std::string> lora_adapters;
+  double lora_zipf = 0;
+  std::string variant;  // "json_schema", "lora", ... ("" = no variant steps)
 };
+
+// Copies a setup's variant (constraint, adapters) into the target every request is built from.
+void ApplyVariantTo(const LoadSetup& setup, load::TargetSpec& target);
 
 // Validates the flags and builds the steps; kInvalidInput with a message naming the flag.
 // `command` prefixes warnings printed to stderr (e.g. rows skipped in the trace).

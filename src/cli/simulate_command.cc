@@ -33,6 +33,11 @@ Result<run::SimulateConfig> BuildConfig(const SimulateFlags& f) {
   if (!setup.ok()) return setup.error();
   run::SimulateConfig config;
   config.run.target.request = setup->request;
+  if (!setup->variant.empty() || !dialect::ApiGenerates(setup->request.api)) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     "the simulator models generation without grammars or adapters: --structured, --lora-adapters "
+                     "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
+  }
   if (config.run.target.request.model.empty()) config.run.target.request.model = "emulated-model";
   config.run.shape = setup->shape;
   config.run.steps = setup->steps;

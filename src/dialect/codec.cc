@@ -1,13 +1,17 @@
 // dialect/codec.cc: the codec of a request's route (codec.h).
 #include "dialect/codec.h"
 
+#include "core/check.h"
+
 namespace bakeoff::dialect {
 
 std::string EncodeRequestBody(const GenerationRequest& request) {
+  if (!ApiGenerates(request.api)) return EncodePoolingRequestBody(request);
   return IsOpenAiApi(request.api) ? EncodeOpenAiRequestBody(request) : EncodeNativeRequestBody(request);
 }
 
 StreamDecoder::StreamDecoder(Api api) : api_(api) {
+  BAKEOFF_CHECK(ApiStreams(api)) << ApiName(api) << " does not stream";
   if (!IsOpenAiApi(api)) native_.emplace(api);
 }
 
@@ -18,6 +22,7 @@ Result<StreamChunk> StreamDecoder::Decode(std::string_view data) {
 void StreamDecoder::Reset() { openai_.Reset(); }
 
 Result<CompletionResponse> DecodeResponse(Api api, std::string_view body) {
+  if (!ApiGenerates(api)) return DecodePoolingResponse(api, body);
   return IsOpenAiApi(api) ? DecodeCompletionResponse(body) : DecodeNativeResponse(api, body);
 }
 

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "dialect/native.h"
 #include "dialect/openai.h"
+#include "dialect/pooling.h"
 #include "dialect/request.h"
 
 namespace bakeoff::dialect {

@@ -28,7 +28,9 @@ const char* Label(Api api) {
     case Api::kTritonGenerate: return "Triton payload";
     case Api::kKserveInfer: return "V2 inference payload";
     case Api::kCompletions:
-    case Api::kChat: break;
+    case Api::kChat:
+    case Api::kEmbeddings:
+    case Api::kRerank: break;
   }
   return "payload";
 }
@@ -325,7 +327,9 @@ Reason ReadNative(Api api, dom::object root, NativeView& v) {
     case Api::kTritonGenerate: return ReadTriton(root, v);
     case Api::kKserveInfer: return ReadKserve(root, v);
     case Api::kCompletions:
-    case Api::kChat: break;
+    case Api::kChat:
+    case Api::kEmbeddings:
+    case Api::kRerank: break;
   }
   BAKEOFF_CHECK(false) << "not a native route: " << ApiName(api);
   return nullptr;
@@ -353,7 +357,9 @@ std::string EncodeNativeRequestBody(const GenerationRequest& request) {
     case Api::kTritonGenerate: EncodeTriton(request, out); break;
     case Api::kKserveInfer: EncodeKserve(request, out); break;
     case Api::kCompletions:
-    case Api::kChat: BAKEOFF_CHECK(false) << "an OpenAI route has its own encoder"; break;
+    case Api::kChat:
+    case Api::kEmbeddings:
+    case Api::kRerank: BAKEOFF_CHECK(false) << ApiName(request.api) << " has its own encoder"; break;
   }
   return out;
 }

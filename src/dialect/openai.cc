@@ -52,6 +52,7 @@ Error ProtocolError(std::string_view what, std::string_view payload) {
 struct ChoiceView {
   std::string_view content;
   std::string_view reasoning;
+  std::string_view tool_arguments;
   std::string_view finish_reason;
   std::uint32_t logprob_tokens = 0;
 };
@@ -118,6 +119,14 @@ Reason ReadMessage(dom::element value, ChoiceView& choice) {
       }
     } else if (field.key == "reasoning") {
       if (!ReadOptionalString(field.value, reasoning)) return "`reasoning` is not a string";
+    } else if (field.key == "tool_calls") {
+      // Only a timing hint (the call's arguments arrive as its text): other shapes are ignored.
+      dom::array calls;
+      std::string_view arguments;
+      if (field.value.get_array().get(calls) == simdjson::SUCCESS && calls.size() > 0 &&
+          calls.at(0)["function"]["arguments"].get_string().get(arguments) == simdjson::SUCCESS) {
+        choice.tool_arguments = arguments;
+      }
     }
   }
   // Some vLLM versions send both names with the same text; take one, never both.
@@ -234,6 +243,37 @@ Reason ReadBody(dom::object root, BodyView& body) {
 
 }  // namespace
 
+namespace {
+
+// The constraint's fields. REQUIRES: its spec is valid JSON where a schema or a list is meant
+// (checked where it was read, cli/load_flags.cc).
+void AppendConstraint(std::string& out, const OutputConstraint& c) {
+  switch (c.kind) {
+    case OutputConstraint::Kind::kJsonSchema:
+      out.append(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"bakeoff\",\"schema\":");
+      out.append(c.spec);
+      out.append("}}");
+      return;
+    case OutputConstraint::Kind::kChoice:  // a JSON schema enum: what every engine's json_schema takes
+      out.append(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"bakeoff_choice\",\"schema\":{\"type\":\"string\",\"enum\":");
+      out.append(c.spec);
+      out.append("}}}");
+      return;
+    case OutputConstraint::Kind::kRegex:  // vLLM's structured_outputs (v0.12 on)
+      out.append(",\"structured_outputs\":{\"regex\":");
+      AppendJsonString(out, c.spec);
+      out.push_back('}');
+      return;
+    case OutputConstraint::Kind::kTool:
+      out.append(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"record_answer\",\"description\":\"Record the answer.\",\"parameters\":");
+      out.append(c.spec);
+      out.append("}}],\"tool_choice\":\"required\"");
+      return;
+  }
+}
+
+}  // namespace
+
 std::string EncodeOpenAiRequestBody(const GenerationRequest& request) {
   BAKEOFF_CHECK(IsOpenAiApi(request.api)) << ApiName(request.api) << " has its own encoder";
   std::string out;
@@ -288,6 +328,7 @@ std::string EncodeOpenAiRequestBody(const GenerationRequest& request) {
     out.append(",\"seed\":");
     AppendUnsigned(out, *request.seed);
   }
+  if (request.constraint) AppendConstraint(out, *request.constraint);
   out.push_back('}');
   return out;
 }
@@ -319,6 +360,7 @@ Result<StreamChunk> OpenAiStreamDecoder::Decode(std::string_view data) {
   chunk.has_choices = body.has_choices;
   chunk.content = body.choice.content;
   chunk.reasoning = body.choice.reasoning;
+  chunk.tool_arguments = body.choice.tool_arguments;
   chunk.finish_reason = body.choice.finish_reason;
   chunk.token_count = body.choice.logprob_tokens;
   chunk.usage = body.usage;
@@ -359,6 +401,7 @@ Result<CompletionResponse> DecodeCompletionResponse(std::string_view body) {
   CompletionResponse response;
   response.content = std::string(view.choice.content);
   response.reasoning = std::string(view.choice.reasoning);
+  response.tool_arguments = std::string(view.choice.tool_arguments);
   response.finish_reason = std::string(view.choice.finish_reason);
   response.usage = view.usage;
   response.invalid_utf8 = invalid_utf8;

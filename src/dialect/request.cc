@@ -13,7 +13,7 @@ struct ApiInfo {
   const char* name;
 };
 
-constexpr std::array<ApiInfo, 7> kApis = {{
+constexpr std::array<ApiInfo, 9> kApis = {{
     {Api::kChat, "chat"},
     {Api::kCompletions, "completions"},
     {Api::kOllamaGenerate, "ollama-generate"},
@@ -21,6 +21,8 @@ constexpr std::array<ApiInfo, 7> kApis = {{
     {Api::kTgiGenerate, "tgi-generate"},
     {Api::kTritonGenerate, "triton-generate"},
     {Api::kKserveInfer, "kserve-infer"},
+    {Api::kEmbeddings, "embeddings"},
+    {Api::kRerank, "rerank"},
 }};
 
 // A path segment with everything but RFC 3986's unreserved characters percent-encoded.
@@ -68,20 +70,32 @@ std::string ApiNames() {
 
 bool IsOpenAiApi(Api api) { return api == Api::kChat || api == Api::kCompletions; }
 
+bool ApiGenerates(Api api) { return api != Api::kEmbeddings && api != Api::kRerank; }
+
+const char* ConstraintName(OutputConstraint::Kind kind) {
+  switch (kind) {
+    case OutputConstraint::Kind::kJsonSchema: return "json_schema";
+    case OutputConstraint::Kind::kChoice: return "choice";
+    case OutputConstraint::Kind::kRegex: return "regex";
+    case OutputConstraint::Kind::kTool: return "tool";
+  }
+  return "?";
+}
+
 bool ApiTakesMessages(Api api) { return api == Api::kChat || api == Api::kOllamaChat; }
 
-bool ApiStreams(Api api) { return api != Api::kKserveInfer; }
+bool ApiStreams(Api api) { return api != Api::kKserveInfer && ApiGenerates(api); }
 
 Framing StreamFraming(Api api) {
   return api == Api::kOllamaGenerate || api == Api::kOllamaChat ? Framing::kNdjson : Framing::kSse;
 }
 
-bool StreamHasEndMarker(Api api) { return api != Api::kTritonGenerate && api != Api::kKserveInfer; }
+bool StreamHasEndMarker(Api api) { return api != Api::kTritonGenerate && ApiStreams(api); }
 
 bool ApiCanForceLength(Api api) { return IsOpenAiApi(api); }
 
 bool ApiReportsPromptTokens(Api api) {
-  return IsOpenAiApi(api) || api == Api::kOllamaGenerate || api == Api::kOllamaChat;
+  return IsOpenAiApi(api) || api == Api::kOllamaGenerate || api == Api::kOllamaChat || !ApiGenerates(api);
 }
 
 bool ApiReportsOutputTokens(Api api) { return ApiReportsPromptTokens(api) || api == Api::kTgiGenerate; }
@@ -96,6 +110,8 @@ std::string RequestPath(Api api, std::string_view model, bool stream) {
     case Api::kTritonGenerate:
       return "/v2/models/" + PathSegment(model) + (stream ? "/generate_stream" : "/generate");
     case Api::kKserveInfer: return "/v2/models/" + PathSegment(model) + "/infer";
+    case Api::kEmbeddings: return "/v1/embeddings";
+    case Api::kRerank: return "/v1/rerank";
   }
   return ApiPath(Api::kChat);
 }

@@ -27,15 +27,20 @@ enum class Api {
   kTgiGenerate,     // TGI /generate and /generate_stream (SSE, no [DONE]) [7.1-7.5]
   kTritonGenerate,  // Triton /v2/models/{m}/generate and /generate_stream (SSE, ends at close) [4.2]
   kKserveInfer,     // Open Inference Protocol (KServe V2) /v2/models/{m}/infer, whole answers [4.1, 9.1]
+  kEmbeddings,      // OpenAI /v1/embeddings: `input` texts, whole answers (dialect/pooling.h)
+  kRerank,          // /v1/rerank (vLLM, TEI, Infinity, Jina shape): `query` and `documents`
 };
 
 // "chat", "completions", "ollama-generate", "ollama-chat", "tgi-generate", "triton-generate",
-// "kserve-infer": what --api takes.
+// "kserve-infer", "embeddings", "rerank": what --api takes.
 const char* ApiName(Api api);
 std::optional<Api> ParseApiName(std::string_view name);
 std::string ApiNames();  // "chat, completions, ..." for messages
 
+// The OpenAI generation routes (chat, completions).
 bool IsOpenAiApi(Api api);
+// Whether the route generates text (embeddings and rerank answer with vectors and scores).
+bool ApiGenerates(Api api);
 // Whether the route takes messages (roles); the others take one text.
 bool ApiTakesMessages(Api api);
 // Whether answers can stream on this route (the V2 infer route answers whole).
@@ -62,6 +67,17 @@ std::string RequestPath(Api api, std::string_view model, bool stream);
 // OpenAI routes only: "/v1/completions" or "/v1/chat/completions". REQUIRES: IsOpenAiApi(api).
 const char* ApiPath(Api api);
 
+// A constraint on the answer's form.
+struct OutputConstraint {
+  enum class Kind { kJsonSchema, kChoice, kRegex, kTool };
+  Kind kind = Kind::kJsonSchema;
+  // kJsonSchema, kTool: a JSON schema (the tool's parameters); kChoice: a JSON array of strings;
+  // kRegex: the pattern.
+  std::string spec;
+};
+// "json_schema", "choice", "regex", "tool".
+const char* ConstraintName(OutputConstraint::Kind kind);
+
 struct GenerationRequest {
   Api api = Api::kChat;
   std::string model;
@@ -81,6 +97,11 @@ struct GenerationRequest {
   const char* min_tokens_field = "min_tokens";
   std::optional<double> temperature;
   std::optional<std::uint64_t> seed;
+  // Structured output (OpenAI routes): the answer is constrained to this (dialect/openai.h says
+  // how each kind is sent).
+  std::optional<OutputConstraint> constraint;
+  // Embeddings: the texts (`prompt` unused); rerank: the documents, `prompt` the query.
+  std::vector<std::string> inputs;
 };
 
 struct Usage {
@@ -101,6 +122,7 @@ struct StreamChunk {
   bool has_choices = false;        // it carried a generation step (OpenAI: a non-empty choices array)
   std::string_view content;        // generated text in this chunk (text or delta.content)
   std::string_view reasoning;      // delta.reasoning_content or delta.reasoning
+  std::string_view tool_arguments;  // delta.tool_calls[0].function.arguments: a tool call's text
   std::uint32_t token_count = 0;   // tokens this chunk carries when the server says so; 0 = unknown.
                                    // From logprobs entries (chat `logprobs.content`, completions
                                    // `logprobs.tokens`) when present, else from continuous usage:
@@ -119,9 +141,11 @@ struct StreamChunk {
 struct CompletionResponse {
   std::string content;
   std::string reasoning;
+  std::string tool_arguments;  // message.tool_calls[0].function.arguments
   std::string finish_reason;
   std::optional<Usage> usage;
   bool invalid_utf8 = false;  // the body had bytes that are not UTF-8; they read as '?'
+  std::uint64_t items = 0;    // embeddings: vectors returned; rerank: scored documents
 };
 
 }  // namespace bakeoff::dialect

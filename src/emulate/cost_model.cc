@@ -10,7 +10,9 @@ namespace bakeoff::emulate {
 double StepMillis(const CostModel& model, const StepWork& work) {
   return model.base_ms + model.prefill_ms_per_token * static_cast<double>(work.prefill_tokens) +
          model.decode_ms_per_seq * static_cast<double>(work.decode_seqs) +
-         model.kv_ms_per_1k_tokens * (static_cast<double>(work.kv_tokens) / 1000.0);
+         model.kv_ms_per_1k_tokens * (static_cast<double>(work.kv_tokens) / 1000.0) +
+         model.grammar_ms_per_token * static_cast<double>(work.constrained_decodes) +
+         model.lora_load_ms * static_cast<double>(work.lora_loads);
 }
 
 Nanos StepTime(const CostModel& model, const StepWork& work) {
@@ -25,7 +27,9 @@ Status ValidateCostModel(const CostModel& model) {
   const Field fields[] = {{"base_ms", model.base_ms},
                           {"prefill_ms_per_token", model.prefill_ms_per_token},
                           {"decode_ms_per_seq", model.decode_ms_per_seq},
-                          {"kv_ms_per_1k_tokens", model.kv_ms_per_1k_tokens}};
+                          {"kv_ms_per_1k_tokens", model.kv_ms_per_1k_tokens},
+                          {"grammar_ms_per_token", model.grammar_ms_per_token},
+                          {"lora_load_ms", model.lora_load_ms}};
   for (const Field& field : fields) {
     if (!std::isfinite(field.value) || field.value < 0) {
       return MakeError(ErrorCode::kInvalidInput,

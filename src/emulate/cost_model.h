@@ -7,12 +7,16 @@
 //           + prefill_ms_per_token * prefill_tokens      (prompt tokens prefilled in this step)
 //           + decode_ms_per_seq    * decode_seqs         (sequences decoding one token)
 //           + kv_ms_per_1k_tokens  * kv_tokens / 1000    (KV-cache tokens attended in this step)
+//           + grammar_ms_per_token * constrained_decodes (decoding sequences under a grammar)
+//           + lora_load_ms         * lora_loads          (LoRA adapters loaded into a slot)
 //
 // where kv_tokens sums, over every sequence in the step, its context length: P for a prefill of a
 // P-token prompt, and P + k for a decode of a sequence that has already produced k tokens.
 // base_ms models reading the weights once per step, the prefill term compute-bound prompt
 // processing, the decode term per-sequence overhead (sampling, small kernels), and the KV term
-// attention's memory reads. Defaults are plausible for a 7-8B dense model in 16-bit precision on
+// attention's memory reads, the grammar term the token mask a structured-output sequence needs
+// each token (computed on the CPU while the step runs, so it adds to the step), and the LoRA term
+// copying an adapter's weights into one of the engine's adapter slots (emulate/scheduler.h). Defaults are plausible for a 7-8B dense model in 16-bit precision on
 // one datacenter GPU (docs/emulator.md explains each number); they are not a measurement of any
 // engine.
 // Does not own: which work goes into a step (emulate/scheduler.h).
@@ -33,6 +37,8 @@ struct CostModel {
   double prefill_ms_per_token = 0.06;  // per prompt token prefilled in the step
   double decode_ms_per_seq = 0.08;     // per sequence decoding in the step
   double kv_ms_per_1k_tokens = 0.04;   // per 1000 KV-cache tokens attended in the step
+  double grammar_ms_per_token = 0.05;  // per decoding sequence under a grammar (structured output)
+  double lora_load_ms = 25.0;          // per LoRA adapter loaded into a slot for this step
 };
 
 // What one step contains; the inputs of the formula.
@@ -40,6 +46,8 @@ struct StepWork {
   std::int64_t prefill_tokens = 0;
   std::int64_t decode_seqs = 0;
   std::int64_t kv_tokens = 0;
+  std::int64_t constrained_decodes = 0;  // decode_seqs under a grammar
+  std::int64_t lora_loads = 0;
 };
 
 // The formula above in milliseconds.

@@ -70,6 +70,7 @@ Status ValidateEngineConfig(const EngineConfig& config) {
   for (const auto& b : bounded) {
     if (b.value > b.limit) return Invalid(fmt::format("{} must be <= {}, got {}", b.field, b.limit, b.value));
   }
+  if (config.max_loras < 1) return Invalid(fmt::format("max_loras must be >= 1, got {}", config.max_loras));
   if (config.max_num_seqs < 1) {
     return Invalid(fmt::format("max_num_seqs must be >= 1, got {}", config.max_num_seqs));
   }

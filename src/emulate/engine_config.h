@@ -81,6 +81,11 @@ struct EngineConfig {
   // log-normal factor with mean 1 and this coefficient of variation, drawn from `seed`. 0 = none.
   double step_noise_cv = 0.0;
   double eos_probability = 0.0;  // chance per token of an early EOS (after min_tokens); 0 = never
+  // LoRA adapters at once (vLLM's --max-loras): the running sequences use at most this many (a
+  // waiting request with another adapter waits, in queue order), and as many are resident in the
+  // engine's slots; a step whose sequences need an adapter not resident loads it
+  // (cost.lora_load_ms), evicting the least recently used.
+  std::int64_t max_loras = 4;
   std::uint64_t seed = 0;        // seeds the EOS and noise draws
 };
 

@@ -204,6 +204,9 @@ std::string RenderPrometheusMetrics(std::string_view model_name, const EngineCou
            FormatValue(requests.rejected_not_ready));
   w.Sample("bakeoff_emulate_rejected_requests_total", "reason=\"shutting_down\"",
            FormatValue(requests.rejected_shutting_down));
+  w.Family("bakeoff_emulate_lora_loads_total", "counter",
+           "LoRA adapters loaded into one of the engine's adapter slots (max_loras).");
+  w.Bare("bakeoff_emulate_lora_loads_total", FormatValue(engine.lora_loads));
   w.Family("bakeoff_emulate_injected_faults_total", "counter",
            "Faults injected by the --fault-* flags, by kind.");
   w.Sample("bakeoff_emulate_injected_faults_total", "kind=\"error\"",

@@ -168,7 +168,9 @@ std::variant<GenerationSpec, ApiError> ParseNativeRequest(const NativeRoute& rou
       case Wire::kTgi: translated = FromTgi(doc); break;
       case Wire::kTriton: translated = FromTriton(doc); break;
       case Wire::kKserve: translated = FromKserve(doc); break;
-      case Wire::kOpenAi: return Invalid("not a native route");
+      case Wire::kOpenAi:
+      case Wire::kEmbeddings:
+      case Wire::kRerank: return Invalid("not a native route");
     }
   } catch (const json::exception& e) {  // a type we did not check; never let it escape
     return Invalid(fmt::format("invalid request: {}", e.what()));
@@ -193,7 +195,7 @@ std::variant<GenerationSpec, ApiError> ParseNativeRequest(const NativeRoute& rou
 }
 
 std::string RenderErrorFor(Wire wire, const ApiError& error) {
-  if (wire == Wire::kOpenAi) return RenderError(error);
+  if (wire == Wire::kOpenAi || wire == Wire::kEmbeddings || wire == Wire::kRerank) return RenderError(error);
   json body = {{"error", error.message}};
   if (wire == Wire::kTgi) body["error_type"] = error.status == 422 ? "validation" : "generation";
   return body.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulate/native_api.h"
+#include "emulate/pooling_api.h"
 #include "emulate/tokenizer.h"
 
 namespace bakeoff::emulate {
@@ -101,14 +102,17 @@ std::variant<json, ApiError> ParseObject(std::string_view body) {
   return doc;
 }
 
-std::optional<ApiError> CheckModel(const json& doc, const ServedModel& served) {
+std::optional<ApiError> CheckModel(const json& doc, const ServedModel& served, GenerationSpec& spec) {
   auto model = doc.find("model");
   if (model == doc.end() || model->is_null()) return std::nullopt;
   if (!model->is_string()) return BadRequest("model must be a string", "model");
   const std::string& name = model->get_ref<const std::string&>();
-  if (name != served.name) {
+  if (name == served.name) return std::nullopt;
+  const auto adapter = std::find(served.lora_adapters.begin(), served.lora_adapters.end(), name);
+  if (adapter == served.lora_adapters.end()) {
     return NotFound(fmt::format("The model `{}` does not exist.", name), "model");
   }
+  spec.lora = static_cast<std::uint32_t>(adapter - served.lora_adapters.begin()) + 1;
   return std::nullopt;
 }
 
@@ -235,6 +239,29 @@ std::optional<ApiError> ParseResponseFormat(const json& doc, GenerationSpec& spe
   return std::nullopt;
 }
 
+// vLLM's structured_outputs (from v0.12): {"json": schema} or {"choice": [...]}; a regex or a
+// grammar the emulator cannot generate from is refused rather than answered unconstrained.
+std::optional<ApiError> ParseStructuredOutputs(const json& doc, GenerationSpec& spec) {
+  auto outputs = doc.find("structured_outputs");
+  if (outputs == doc.end() || outputs->is_null()) return std::nullopt;
+  auto bad = [](std::string message) { return BadRequest(std::move(message), "structured_outputs"); };
+  if (!outputs->is_object()) return bad("structured_outputs must be an object");
+  if (auto schema = outputs->find("json"); schema != outputs->end()) {
+    const json parsed = schema->is_string() ? json::parse(schema->get<std::string>(), nullptr, false) : *schema;
+    if (!parsed.is_object()) return bad("structured_outputs.json must be a JSON schema");
+    spec.json_text = MinimalJsonInstance(parsed).dump();
+  } else if (auto choice = outputs->find("choice"); choice != outputs->end()) {
+    if (!choice->is_array() || choice->empty() || !(*choice)[0].is_string()) {
+      return bad("structured_outputs.choice must be a non-empty list of strings");
+    }
+    spec.choice_text = (*choice)[0].get<std::string>();
+  } else {
+    return bad("the emulated engine generates only from structured_outputs.json or .choice (not from a regex or "
+               "a grammar)");
+  }
+  return std::nullopt;
+}
+
 // tools + tool_choice (chat): decides spec.tool_call (see ParseGenerationRequest).
 std::optional<ApiError> ParseTools(const json& doc, const json& messages, GenerationSpec& spec) {
   auto tools = doc.find("tools");
@@ -313,8 +340,8 @@ std::optional<ApiError> ParseTools(const json& doc, const json& messages, Genera
 
 std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, const json& doc,
                                                           const ServedModel& served) {
-  if (auto error = CheckModel(doc, served)) return *error;
   GenerationSpec spec;
+  if (auto error = CheckModel(doc, served, spec)) return *error;
   spec.endpoint = endpoint;
 
   // Prompt.
@@ -375,6 +402,7 @@ std::variant<GenerationSpec, ApiError> ParseGenerationDoc(Endpoint endpoint, con
   if (auto error = ParseStop(doc, spec)) return *error;
   if (auto error = ParseLogprobs(endpoint, doc, spec)) return *error;
   if (auto error = ParseResponseFormat(doc, spec)) return *error;
+  if (auto error = ParseStructuredOutputs(doc, spec)) return *error;
   if (endpoint == Endpoint::kChat) {
     if (auto error = ParseTools(doc, doc["messages"], spec)) return *error;
   }
@@ -474,7 +502,8 @@ std::variant<std::string, ApiError> RenderTokenizeResponse(std::string_view body
     auto parsed = ParseObject(body);
     if (auto* error = std::get_if<ApiError>(&parsed)) return std::move(*error);
     const json& doc = std::get<json>(parsed);
-    if (auto error = CheckModel(doc, served)) return *error;
+    GenerationSpec named;  // the adapter a tokenize request names does not change its count
+    if (auto error = CheckModel(doc, served, named)) return *error;
     std::string text;
     if (auto prompt = doc.find("prompt"); prompt != doc.end()) {
       if (!prompt->is_string()) return BadRequest("prompt must be a string", "prompt");
@@ -504,6 +533,12 @@ std::string RenderModelsResponse(const ServedModel& served, std::int64_t created
                {"max_model_len", served.max_model_len},
                {"permission", json::array()}};
   json body = {{"object", "list"}, {"data", json::array({card})}};
+  for (const std::string& adapter : served.lora_adapters) {
+    json lora = card;
+    lora["id"] = adapter;
+    lora["parent"] = served.name;
+    body["data"].push_back(std::move(lora));
+  }
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -540,6 +575,8 @@ std::string NativeHead(Wire wire, const std::string& model_json, std::int64_t cr
     case Wire::kTriton:
     case Wire::kKserve: return fmt::format(R"(data: {{"model_name":{},"model_version":"1",)", model_json);
     case Wire::kTgi:
+    case Wire::kEmbeddings:
+    case Wire::kRerank:
     case Wire::kOpenAi: break;
   }
   return {};
@@ -852,7 +889,9 @@ void ResponseRenderer::AppendStreamEnd(std::string& out) const {
 
 void ResponseRenderer::AppendStreamError(std::string& out, const ApiError& error) const {
   switch (spec_.wire) {
-    case Wire::kOpenAi: return AppendErrorEvent(out, error);
+    case Wire::kOpenAi:
+    case Wire::kEmbeddings:  // never streamed
+    case Wire::kRerank: return AppendErrorEvent(out, error);
     case Wire::kOllamaGenerate:
     case Wire::kOllamaChat:
       out += RenderErrorFor(spec_.wire, error);
@@ -925,6 +964,8 @@ void ResponseRenderer::AppendNativeEvent(std::string& out, std::int64_t first, s
       for (std::int64_t i = first; i < first + count; ++i) out += text.JsonPiece(i);
       out += "\"}\n\n";
       return;
+    case Wire::kEmbeddings:  // never streamed
+    case Wire::kRerank:
     case Wire::kOpenAi: return;
   }
 }
@@ -953,6 +994,8 @@ std::string ResponseRenderer::RenderNativeBody(std::int64_t emitted, FinishReaso
       return fmt::format(
           R"({{"model_name":{},"model_version":"1","outputs":[{{"name":"text_output","datatype":"BYTES","shape":[1],"data":["{}"]}}]}})",
           model_json_, text);
+    case Wire::kEmbeddings:
+    case Wire::kRerank: return RenderPoolingBody(spec_, model_json_);
     case Wire::kOpenAi: break;
   }
   return {};

@@ -33,7 +33,10 @@ enum class Endpoint : std::uint8_t { kCompletions, kChat };
 
 // The wire format a request came in and is answered in: OpenAI (vLLM's shapes), or an engine's
 // native route (emulate/native_api.h).
-enum class Wire : std::uint8_t { kOpenAi, kOllamaGenerate, kOllamaChat, kTgi, kTriton, kKserve };
+enum class Wire : std::uint8_t {
+  kOpenAi, kOllamaGenerate, kOllamaChat, kTgi, kTriton, kKserve,
+  kEmbeddings, kRerank,  // /v1/embeddings and /v1/rerank (emulate/pooling_api.h)
+};
 
 // An OpenAI-shaped error: {"error": {"message", "type", "param", "code"}}.
 struct ApiError {
@@ -51,11 +54,14 @@ std::string RenderError(const ApiError& error);
 
 // What the server is serving; requests are validated against it.
 struct ServedModel {
-  std::string name;                   // the only model name accepted
+  std::string name;                   // the base model's name
   std::int64_t max_model_len = 32768;
   // A prompt that does not leave room for max_tokens (16 when absent) is left-truncated to
   // max_model_len - max_tokens tokens (at least 1) instead of a 400 (--fault-truncate-prompts).
   bool truncate_prompts = false;
+  // LoRA adapters served beside it (vLLM --lora-modules): a request naming one runs with it,
+  // GenerationSpec::lora its 1-based index; /v1/models lists them with `root` = the base.
+  std::vector<std::string> lora_adapters = {};
 };
 
 // The tool call a request answers with (tools + tool_choice decided it at parse time).
@@ -68,6 +74,8 @@ struct ToolCallSpec {
 struct GenerationSpec {
   Endpoint endpoint = Endpoint::kChat;
   Wire wire = Wire::kOpenAi;
+  std::uint32_t lora = 0;          // the LoRA adapter named by `model` (1-based), 0 = the base
+  std::int64_t inputs = 1;         // embeddings: texts; rerank: documents (their tokens are `prompt`)
   std::vector<TokenId> prompt;     // the prompt's token ids (see above); may be empty in tests
   std::int64_t prompt_tokens = 0;  // prompt.size() once parsed
   std::int64_t max_tokens = 16;
@@ -84,6 +92,8 @@ struct GenerationSpec {
   // response_format json_object / json_schema: the JSON text the output is (output_text.h
   // MinimalJsonInstance; json_object gives {"text": ...}).
   std::optional<std::string> json_text;
+  // structured_outputs.choice (vLLM): the choice the output is.
+  std::optional<std::string> choice_text;
   // tools + tool_choice chose to call a tool (chat only).
   std::optional<ToolCallSpec> tool_call;
   // The text an --answers file is matched against: the completions prompt string, or the chat's

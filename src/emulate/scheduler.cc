@@ -24,6 +24,8 @@ struct Scheduler::Sequence {
   std::int64_t min_tokens = 0;
   bool ignore_eos = false;
   std::uint64_t output_seed = 0;
+  bool constrained = false;
+  std::uint32_t lora = 0;
   std::vector<TokenId> tokens;  // prompt, then the generated tokens' ids
   std::int64_t generated = 0;
   std::int64_t computed = 0;  // leading tokens whose KV exists
@@ -48,6 +50,7 @@ struct Scheduler::Impl {
   Rng noise_rng;  // step-time noise draws
   std::unordered_map<SequenceId, std::unique_ptr<Sequence>> sequences;  // waiting and running
   std::deque<Sequence*> waiting;   // queue order (preempted sequences re-enter at the front)
+  std::vector<std::uint32_t> resident_loras;  // LoRA adapters in their slots, least recently used first
   std::vector<Sequence*> running;  // admission order
   // kStaticBatch: members of the running batch that finished; they keep their KV and pad every
   // step until the batch ends.
@@ -138,6 +141,8 @@ Result<SequenceId> Scheduler::Add(SequenceRequest request) {
   seq->min_tokens = request.min_tokens;
   seq->ignore_eos = request.ignore_eos;
   seq->output_seed = request.output_seed;
+  seq->constrained = request.constrained;
+  seq->lora = request.lora;
   seq->tokens = std::move(request.prompt);
   seq->tokens.reserve(static_cast<std::size_t>(prompt + request.max_tokens));
   impl_->waiting.push_back(seq.get());
@@ -179,6 +184,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
     budget -= tokens;
     if (seq->Decoding()) {
       plan.work.decode_seqs += 1;
+      if (seq->constrained) plan.work.constrained_decodes += 1;
     } else {
       plan.work.prefill_tokens += tokens;
       plan.prefill_seqs += 1;
@@ -193,6 +199,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
     budget += seq->step_tokens;
     if (seq->Decoding()) {
       plan.work.decode_seqs -= 1;
+      if (seq->constrained) plan.work.constrained_decodes -= 1;
     } else {
       plan.work.prefill_tokens -= seq->step_tokens;
       plan.prefill_seqs -= 1;
@@ -255,10 +262,21 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
     const std::int64_t watermark_tokens =
         static_cast<std::int64_t>(std::ceil(config_.kv.watermark * config_.kv.num_blocks)) *
         config_.kv.block_tokens;
+    // The LoRA adapters the running sequences use: at most max_loras at once (as vLLM).
+    std::vector<std::uint32_t> running_loras;
+    for (const Sequence* seq : m.running) {
+      if (seq->lora != 0 && std::find(running_loras.begin(), running_loras.end(), seq->lora) == running_loras.end()) {
+        running_loras.push_back(seq->lora);
+      }
+    }
     while (!m.waiting.empty() && max_seqs > 0 &&
            static_cast<std::int64_t>(m.running.size()) < config_.max_num_seqs &&
            (budget > 0 || ignore_budget)) {
       Sequence* seq = m.waiting.front();
+      const bool new_adapter = seq->lora != 0 &&
+                               std::find(running_loras.begin(), running_loras.end(), seq->lora) == running_loras.end();
+      // In queue order: an adapter beyond max_loras waits until a running one has no sequence left.
+      if (new_adapter && static_cast<std::int64_t>(running_loras.size()) >= config_.max_loras) break;
       const std::span<const TokenId> context(seq->tokens.data(),
                                              static_cast<std::size_t>(seq->prompt_len + seq->generated));
       // Cheap refusal before touching the cache's counters and LRU order: the chunk needs at
@@ -284,6 +302,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
         break;
       }
       m.waiting.pop_front();
+      if (new_adapter) running_loras.push_back(seq->lora);
       if (seq->first_cached < 0) {
         seq->first_cached = seq->computed;
         seq->admitted = now;
@@ -336,11 +355,32 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
   }
 
   if (m.step.empty()) return std::nullopt;  // e.g. the head of the queue waits for KV
+  plan.work.lora_loads = LoadAdapters();
   double millis = StepMillis(config_.cost, plan.work);
   if (config_.step_noise_cv > 0) millis *= NoiseFactor(m.noise_rng, config_.step_noise_cv);
   plan.end = now + Nanos(std::llround(millis * 1e6));
   step_in_flight_ = true;
   return plan;
+}
+
+std::int64_t Scheduler::LoadAdapters() {
+  Impl& m = *impl_;
+  std::int64_t loads = 0;
+  for (const Sequence* seq : m.step) {
+    if (seq->lora == 0) continue;
+    auto resident = std::find(m.resident_loras.begin(), m.resident_loras.end(), seq->lora);
+    if (resident != m.resident_loras.end()) {
+      m.resident_loras.erase(resident);  // most recently used goes to the back
+    } else {
+      ++loads;
+      if (static_cast<std::int64_t>(m.resident_loras.size()) >= config_.max_loras) {
+        m.resident_loras.erase(m.resident_loras.begin());
+      }
+    }
+    m.resident_loras.push_back(seq->lora);
+  }
+  m.counters.lora_loads += static_cast<std::uint64_t>(loads);
+  return loads;
 }
 
 namespace {

@@ -59,6 +59,8 @@ struct SequenceRequest {
   // without its trailing space), so a later prompt that quotes this answer shares its tokens
   // (multi-turn prefix reuse).
   std::uint64_t output_seed = 0;
+  bool constrained = false;  // under a grammar (structured output, tool call): cost.grammar_ms_per_token
+  std::uint32_t lora = 0;    // the LoRA adapter it runs with (1-based), 0 = the base model
 };
 
 // kToolCalls is never produced by the engine model: it is how the server ends a choice that
@@ -94,6 +96,7 @@ struct EngineCounters {
   std::uint64_t prompt_tokens = 0;      // prompt tokens of admitted requests (first admission)
   std::uint64_t prefill_tokens = 0;     // tokens actually prefilled (recomputes included)
   std::uint64_t generation_tokens = 0;  // output tokens produced
+  std::uint64_t lora_loads = 0;         // LoRA adapters loaded into a slot
   KvCacheStats kv;
 };
 
@@ -164,6 +167,9 @@ class Scheduler {
   void SortWaitingByPrefixMatch();
   // kStaticBatch: frees the finished members' KV once no member of the batch runs.
   void ReleasePaddingIfBatchOver();
+  // Makes every LoRA adapter of the step's sequences resident (least recently used evicted first);
+  // returns how many had to be loaded.
+  std::int64_t LoadAdapters();
   // The id of output word `index` for `seed` (see SequenceRequest::output_seed), memoised for
   // seed 0.
   TokenId OutputTokenId(std::uint64_t seed, std::int64_t index);

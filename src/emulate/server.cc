@@ -47,6 +47,7 @@
 #include "core/rng.h"
 #include "emulate/metrics.h"
 #include "emulate/native_api.h"
+#include "emulate/pooling_api.h"
 #include "emulate/openai_api.h"
 
 namespace bakeoff::emulate {
@@ -120,8 +121,8 @@ class EmulatorServer::Impl {
  public:
   explicit Impl(EmulatorConfig config)
       : config_(std::move(config)),
-        served_{config_.served_model_name, config_.engine.max_model_len,
-                config_.faults.truncate_prompts},
+        served_{config_.served_model_name, config_.engine.max_model_len, config_.faults.truncate_prompts,
+                config_.lora_adapters},
         acceptor_(io_),
         step_timer_(io_),
         sweep_timer_(io_),
@@ -501,6 +502,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
       const Endpoint endpoint = path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions;
       BeginGeneration(ParseGenerationRequest(endpoint, request.body(), server_.served()));
+    } else if (const std::optional<Wire> pooling = MatchPoolingRoute(path)) {
+      if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
+      BeginGeneration(ParsePoolingRequest(*pooling, request.body(), server_.served()));
     } else if (const std::optional<NativeRoute> native = MatchNativeRoute(path)) {
       wire_ = native->wire;
       if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
@@ -601,7 +605,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       auto it = config.answers.find(*spec.answer_key);
       if (it != config.answers.end()) answer = &it->second;
     }
-    structured = answer != nullptr || spec.json_text || spec.tool_call;
+    structured = answer != nullptr || spec.json_text || spec.tool_call || spec.choice_text;
     std::vector<ChoiceText> choices;
     choices.reserve(static_cast<std::size_t>(spec.n));
     for (std::int64_t c = 0; c < spec.n; ++c) {
@@ -613,6 +617,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         choices.push_back(ChoiceText::Fixed(*answer, FinishReason::kStop));
       } else if (spec.json_text) {
         choices.push_back(ChoiceText::Fixed(*spec.json_text, FinishReason::kStop));
+      } else if (spec.choice_text) {
+        choices.push_back(ChoiceText::Fixed(*spec.choice_text, FinishReason::kStop));
       } else {
         choices.push_back(ChoiceText::Words(seed + static_cast<std::uint64_t>(c)));
       }
@@ -678,6 +684,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     request.min_tokens = std::min(spec.min_tokens, request.max_tokens);
     request.ignore_eos = spec.ignore_eos || structured;
     request.output_seed = spec.seed;
+    request.constrained = spec.json_text || spec.tool_call || spec.choice_text;
+    request.lora = spec.lora;
     auto id = server_.AddSequence(std::move(request), this);
     if (!id.ok()) {
       ResetGeneration();

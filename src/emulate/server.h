@@ -95,6 +95,9 @@ struct EmulatorConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  // 0 = an ephemeral port (see EmulatorServer::port())
   std::string served_model_name = "emulated-model";
+  // LoRA adapter names served beside the model (a request naming one runs with it; the engine
+  // model holds engine.max_loras of them at once, loading others at cost.lora_load_ms).
+  std::vector<std::string> lora_adapters;
   EngineConfig engine;
   StartupStages startup;
   // Ignore the cost model: emit tokens as fast as possible.

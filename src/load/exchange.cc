@@ -147,10 +147,11 @@ Status Exchange::OnPayload(MonoTime at, std::string_view payload) {
   if (chunk.invalid_utf8) record_.invalid_utf8 = true;
   if (chunk.has_choices && !record_.first_chunk) record_.first_chunk = at;
   if (keep_answer_text_) answer_text_.append(chunk.content);
-  if (!chunk.content.empty() || !chunk.reasoning.empty()) {
+  if (!chunk.content.empty() || !chunk.reasoning.empty() || !chunk.tool_arguments.empty()) {
     measure::TokenEvent token_event;
     token_event.at = at;
-    token_event.reasoning = chunk.content.empty();
+    // A tool call's arguments are its answer text.
+    token_event.reasoning = chunk.content.empty() && chunk.tool_arguments.empty();
     token_event.counted = chunk.token_count > 0;
     token_event.tokens = chunk.token_count > 0 ? chunk.token_count : 1;
     record_.token_events.push_back(token_event);
@@ -195,14 +196,16 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
     }
     const dialect::CompletionResponse& r = response.value();
     record_.first_token = record_.last_token = at;
-    if (!r.content.empty()) record_.first_answer_token = at;
+    if (!r.content.empty() || !r.tool_arguments.empty()) record_.first_answer_token = at;
     if (keep_answer_text_) answer_text_ = r.content;
     record_.finish_reason = r.finish_reason;
     record_.invalid_utf8 = r.invalid_utf8;
     if (r.usage) KeepUsage(*r.usage);
     // A whole answer without the server's count: one token per word, an estimate (said so by
     // output_tokens_estimated; real tokenizers give about 1.3 tokens per English word).
-    if (!r.usage) record_.counted_tokens = CountWords(r.content) + CountWords(r.reasoning);
+    if (!r.usage) {
+      record_.counted_tokens = CountWords(r.content) + CountWords(r.reasoning) + CountWords(r.tool_arguments);
+    }
     return Finish(Outcome::kOk, "");
   }
   if (dialect::StreamFraming(api_) == dialect::Framing::kNdjson) {

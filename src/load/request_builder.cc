@@ -2,6 +2,7 @@
 #include "load/request_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "core/rng.h"
@@ -15,12 +16,51 @@ std::uint64_t RequestSeed(std::uint64_t run_seed, std::uint32_t step, std::uint6
   return rng.Next();
 }
 
+namespace {
+
+// The step whose request seeds (and so prompts) step `step` uses: its baseline when a variant.
+std::uint32_t SeedStep(const RunSpec& run, std::uint32_t step) {
+  return step < run.steps.size() && run.steps[step].variant ? run.steps[step].baseline : step;
+}
+
+// A LoRA adapter for a request with `seed`: uniform, or Zipf with exponent `s`.
+const std::string& DrawAdapter(const TargetSpec& target, std::uint64_t seed) {
+  const std::vector<std::string>& names = target.lora_adapters;
+  Rng rng(seed ^ 0x6c6f7261ULL);
+  if (target.lora_zipf <= 0) return names[rng.Next() % names.size()];
+  double total = 0;
+  for (std::size_t k = 1; k <= names.size(); ++k) total += std::pow(static_cast<double>(k), -target.lora_zipf);
+  double u = static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * total;
+  for (std::size_t k = 1; k <= names.size(); ++k) {
+    u -= std::pow(static_cast<double>(k), -target.lora_zipf);
+    if (u < 0) return names[k - 1];
+  }
+  return names.back();
+}
+
+// What a variant step changes in a request with `seed`.
+void ApplyVariant(const RunSpec& run, std::uint32_t step, std::uint64_t seed, dialect::GenerationRequest& request) {
+  if (step >= run.steps.size() || !run.steps[step].variant) return;
+  if (run.target.constraint) request.constraint = run.target.constraint;
+  if (!run.target.lora_adapters.empty()) request.model = DrawAdapter(run.target, seed);
+}
+
+}  // namespace
+
 dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const PromptText& prompts,
                                                  std::uint32_t step, std::uint64_t id) {
   dialect::GenerationRequest request = run.target.request;
-  request.prompt = prompts.Build(PromptWords(run.shape.prompt_tokens, run.target.prompt_sizing),
-                                 RequestSeed(run.seed, step, id));
+  const std::uint64_t seed = RequestSeed(run.seed, SeedStep(run, step), id);
+  const std::uint32_t words = PromptWords(run.shape.prompt_tokens, run.target.prompt_sizing);
+  request.prompt = prompts.Build(words, seed);
+  if (!dialect::ApiGenerates(request.api)) {
+    // Each text of a batch (rerank: each document, the prompt being the query) has its own seed.
+    for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, run.shape.batch); ++i) {
+      request.inputs.push_back(prompts.Build(words, seed ^ ((i + 1) * 0x9e3779b97f4a7c15ULL)));
+    }
+  }
   request.max_tokens = run.shape.output_tokens;
+  ApplyVariant(run, step, seed, request);
   return request;
 }
 
@@ -28,8 +68,8 @@ dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload:
                                              const PromptText& prompts, std::uint32_t step,
                                              std::size_t item, History history) {
   const workload::TraceRequest& source = trace.requests[item];
-  TracePrompt text = BuildTracePrompt(prompts, source, trace.block_tokens, run.target.prompt_sizing,
-                                      RequestSeed(run.seed, step, item));
+  const std::uint64_t seed = RequestSeed(run.seed, SeedStep(run, step), item);
+  TracePrompt text = BuildTracePrompt(prompts, source, trace.block_tokens, run.target.prompt_sizing, seed);
   dialect::GenerationRequest request = run.target.request;
   request.system = std::move(text.system);
   request.history = std::move(text.history);
@@ -49,6 +89,7 @@ dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload:
   request.max_tokens = std::max<std::uint32_t>(1, source.output_tokens);
   if (request.min_tokens) request.min_tokens = request.max_tokens;
   if (source.model) request.model = *source.model;
+  ApplyVariant(run, step, seed, request);
   return request;
 }
 

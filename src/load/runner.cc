@@ -430,7 +430,9 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     StepContext context;
     if (step.mode == LoopMode::kOpen) {
       // Walked lazily by each worker: the schedule is never held (its length is counted at the end).
-      context.open_loop.emplace(step.open, step.limits, RequestSeed(spec.seed, s, 0));
+      // A variant step replays its baseline's arrivals.
+      context.open_loop.emplace(step.open, step.limits,
+                                RequestSeed(spec.seed, step.variant ? step.baseline : s, 0));
     } else if (step.mode == LoopMode::kTrace) {
       BAKEOFF_CHECK(step.trace != nullptr) << "a trace step needs a trace";
       trace_plan = BuildTracePlan(*step.trace, step.time_scale, step.limits);

@@ -36,11 +36,17 @@ struct TargetSpec {
   net::ClientOptions client;
   dialect::GenerationRequest request;  // template: api, model, stream, sampling; prompt filled per request
   PromptSizing prompt_sizing;          // measured through the server (target/prompt_calibration.h)
+  // What a variant step (StepSpec::variant) changes in every request: a structured-output
+  // constraint, or LoRA adapters drawn per request instead of the base model.
+  std::optional<dialect::OutputConstraint> constraint;
+  std::vector<std::string> lora_adapters;
+  double lora_zipf = 0;  // adapter k (1-based) is drawn with weight k^-s; 0: uniformly
 };
 
 struct RequestShape {
   std::uint32_t prompt_tokens = 256;
   std::uint32_t output_tokens = 128;
+  std::uint32_t batch = 1;  // embeddings: texts per request; rerank: documents per request
 };
 
 // kOpen: planned arrivals; kClosed: N in flight; kTrace: a trace's arrivals and sessions replayed.
@@ -54,6 +60,10 @@ struct StepSpec {
   double time_scale = 1;  // kTrace: arrival and think times are multiplied by this
   StepLimits limits;
   std::string label;              // "rate=5/s" or "concurrency=16"
+  // A variant of step `baseline` (its index): the same arrivals and the same prompts (its request
+  // seeds), with TargetSpec's constraint or LoRA adapters applied, so the two compare one change.
+  bool variant = false;
+  std::uint32_t baseline = 0;
 };
 
 struct RunSpec {

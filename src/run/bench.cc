@@ -187,6 +187,9 @@ nlohmann::json ResourcesJson(const BenchOutcome& outcome, double price_per_hour)
 nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze::StepAnalysis>& steps,
                             std::vector<std::string>& notes) {
   const dialect::GenerationRequest& request = config.run.target.request;
+  if (!dialect::ApiGenerates(request.api)) {  // vectors and scores: no output length to compare
+    return {{"api", dialect::ApiName(request.api)}, {"unequal_work", nlohmann::json::array()}};
+  }
   std::uint64_t ok = 0, counted = 0, short_answers = 0;
   for (const analyze::StepAnalysis& s : steps) {
     ok += s.ok_requests;
@@ -221,6 +224,61 @@ nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze
                      {"answers_counted_by_server", counted}}},
           {"ok_answers", ok},
           {"unequal_work", unequal}};
+}
+
+// One percentile of a step and of its variant: the change, and whether their confidence bounds
+// separate (a change the sample can tell from noise).
+nlohmann::json PercentileChange(const stats::QuantileEstimate& base, const stats::QuantileEstimate& variant) {
+  const bool both = base.bounded && variant.bounded;
+  return {{"baseline", base.value},
+          {"variant", variant.value},
+          {"ratio", base.value > 0 ? nlohmann::json(variant.value / base.value) : nlohmann::json()},
+          {"detectable", both && (variant.lower > base.upper || variant.upper < base.lower)},
+          {"bounded", both}};
+}
+
+// Each variant step (--structured, --lora-adapters) against its baseline: the same arrivals and
+// prompts with one change, so the difference is that change's cost.
+nlohmann::json VariantsJson(const BenchConfig& config, const std::vector<analyze::StepAnalysis>& steps,
+                            std::vector<std::string>& notes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < steps.size() && i < config.run.steps.size(); ++i) {
+    const load::StepSpec& spec = config.run.steps[i];
+    if (!spec.variant || spec.baseline >= steps.size()) continue;
+    const analyze::StepAnalysis& base = steps[spec.baseline];
+    const analyze::StepAnalysis& variant = steps[i];
+    nlohmann::json change = {{"baseline_step", base.label},
+                             {"variant_step", variant.label},
+                             {"ttft_p50_ms", PercentileChange(base.ttft_ms.p50, variant.ttft_ms.p50)},
+                             {"ttft_p90_ms", PercentileChange(base.ttft_ms.p90, variant.ttft_ms.p90)},
+                             {"tpot_p50_ms", PercentileChange(base.tpot_ms.p50, variant.tpot_ms.p50)},
+                             {"e2e_p50_ms", PercentileChange(base.e2e_ms.p50, variant.e2e_ms.p50)},
+                             {"e2e_p90_ms", PercentileChange(base.e2e_ms.p90, variant.e2e_ms.p90)},
+                             {"output_tokens_per_s_ratio",
+                              base.output_tokens_per_s > 0 ? nlohmann::json(variant.output_tokens_per_s / base.output_tokens_per_s)
+                                                           : nlohmann::json()},
+                             {"requests_per_s_ratio", base.request_rate_per_s > 0
+                                                          ? nlohmann::json(variant.request_rate_per_s / base.request_rate_per_s)
+                                                          : nlohmann::json()},
+                             {"output_tokens_mean", {{"baseline", base.output_tokens.mean},
+                                                     {"variant", variant.output_tokens.mean}}}};
+    // A constrained answer has its own length (a schema's record, one choice): then only the
+    // per-token figures compare the same work.
+    const double length_ratio = base.output_tokens.mean > 0 ? variant.output_tokens.mean / base.output_tokens.mean : 1;
+    change["same_answer_length"] = std::abs(length_ratio - 1) <= 0.1;
+    if (!change["same_answer_length"].get<bool>()) {
+      notes.push_back(fmt::format("{}: its answers are {:.1f} tokens on average against {:.1f}: E2E and throughput "
+                                  "reflect the length; TPOT and TTFT compare the same work",
+                                  variant.label, variant.output_tokens.mean, base.output_tokens.mean));
+    }
+    if (base.tpot_ms.p50.value > 0 && base.e2e_ms.p50.value > 0) {
+      notes.push_back(fmt::format("{} against {}: TPOT p50 {:+.1f}%, E2E p50 {:+.1f}%", variant.label, base.label,
+                                  100 * (variant.tpot_ms.p50.value / base.tpot_ms.p50.value - 1),
+                                  100 * (variant.e2e_ms.p50.value / base.e2e_ms.p50.value - 1)));
+    }
+    out.push_back(std::move(change));
+  }
+  return out;
 }
 
 }  // namespace
@@ -385,6 +443,15 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   summary["resources"] = ResourcesJson(outcome, config.price_per_hour);
   summary["metrics_problems"] = timeline ? nlohmann::json(timeline->Problems()) : nlohmann::json::array();
   summary["fairness"] = FairnessJson(config, outcome.steps, outcome.notes);
+  summary["variants"] = VariantsJson(config, outcome.steps, outcome.notes);
+  if (!dialect::ApiGenerates(target.request.api)) {
+    nlohmann::json pooling = nlohmann::json::array();
+    for (const analyze::StepAnalysis& s : outcome.steps) {
+      pooling.push_back({{"step", s.label}, {"inputs_per_request", config.run.shape.batch},
+                         {"inputs_per_s", s.request_rate_per_s * config.run.shape.batch}});
+    }
+    summary["pooling"] = {{"api", dialect::ApiName(target.request.api)}, {"steps", std::move(pooling)}};
+  }
   WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;
 }

@@ -23,7 +23,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "vLLM",
       .aliases = {"vllm-serve"},
       .dialect = "openai",
-      .apis = {A::kChat, A::kCompletions},
+      .apis = {A::kChat, A::kCompletions, A::kEmbeddings, A::kRerank},
       .health = {{"/health",
                   "200 engine alive; 503 engine dead (then the process exits); "
                   "connection refused while the model loads",
@@ -76,7 +76,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "SGLang",
       .aliases = {},
       .dialect = "openai",
-      .apis = {A::kChat, A::kCompletions},
+      .apis = {A::kChat, A::kCompletions, A::kEmbeddings},
       .health = {{"/health",
                   "503 until the warm-up request succeeded and during shutdown; 200 "
                   "after a real 1-token generation by default; refused while loading",
@@ -171,7 +171,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "Triton",
       .aliases = {"tritonserver"},
       .dialect = "openai (frontend); generate/generate_stream SSE without [DONE] on /v2",
-      .apis = {A::kChat, A::kCompletions, A::kTritonGenerate, A::kKserveInfer},
+      .apis = {A::kChat, A::kCompletions, A::kTritonGenerate, A::kKserveInfer, A::kEmbeddings},
       .health = {{"/health/ready",
                   "OpenAI frontend: 200 ready; 400 engine not ready; 500 none",
                   {400, 500}},
@@ -220,7 +220,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "llama.cpp",
       .aliases = {"llamacpp", "llama-server", "llama_cpp"},
       .dialect = "openai (+ native /completion: no [DONE], error: SSE lines)",
-      .apis = {A::kChat, A::kCompletions},
+      .apis = {A::kChat, A::kCompletions, A::kEmbeddings, A::kRerank},
       .health = {{"/health",
                   "503 \"Loading model\" while loading (the listener is up); 200 "
                   "{\"status\":\"ok\"} when ready",
@@ -266,7 +266,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "Ollama",
       .aliases = {},
       .dialect = "openai (+ native NDJSON /api/generate and /api/chat)",
-      .apis = {A::kChat, A::kCompletions, A::kOllamaGenerate, A::kOllamaChat},
+      .apis = {A::kChat, A::kCompletions, A::kOllamaGenerate, A::kOllamaChat, A::kEmbeddings},
       .health = {{"/",
                   "200 \"Ollama is running\" as soon as it listens; says nothing about "
                   "models, which load lazily (GET /api/ps lists loaded ones)",
@@ -345,7 +345,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "LMDeploy",
       .aliases = {},
       .dialect = "openai",
-      .apis = {A::kChat, A::kCompletions},
+      .apis = {A::kChat, A::kCompletions, A::kEmbeddings},
       .health = {{"/health",
                   "0.16: 200 healthy or sleeping; 503 initializing or unhealthy; "
                   "refused while the engine is built",
@@ -390,7 +390,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "KServe",
       .aliases = {"kserve-modelserver"},
       .dialect = "openai under /openai (+ V2 inference protocol /v2/models/{m}/infer)",
-      .apis = {A::kChat, A::kCompletions, A::kKserveInfer},
+      .apis = {A::kChat, A::kCompletions, A::kKserveInfer, A::kEmbeddings, A::kRerank},
       .health = {{"/v2/health/ready", "200 ready; 503 {error} not ready (Triton says 400)", {503}},
                  {"/v2/health/live", "200 live; 503 not live", {503}}},
       // Open Inference Protocol server metadata; KServe's Python server names itself "kserve".
@@ -422,7 +422,7 @@ std::vector<EngineAdapter> BuildAdapters() {
       .display_name = "generic OpenAI-compatible",
       .aliases = {"generic", "openai"},
       .dialect = "openai",
-      .apis = {A::kChat, A::kCompletions},
+      .apis = {A::kChat, A::kCompletions, A::kEmbeddings, A::kRerank},
       .health = {{"/health", "200 ready; anything else or no answer: not ready", {503}}},
       .version = {},
       .metrics_path = "/metrics",

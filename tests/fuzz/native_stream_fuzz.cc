@@ -1,6 +1,7 @@
 // tests/fuzz/native_stream_fuzz.cc
 //
-// Owns: the libFuzzer harness for the engines' native routes (dialect/native.h). The input is
+// Owns: the libFuzzer harness for the engines' native routes (dialect/native.h) and the pooling
+// routes (dialect/pooling.h, whole answers only). The input is
 // decoded as one stream payload by each streaming native route's decoder (twice: decoding is
 // deterministic), as a whole answer of every native route, and used as the prompt of a request
 // encoded for each. Invariants: failures are kProtocol with a short, valid-UTF-8 message naming
@@ -15,6 +16,7 @@
 
 #include "core/check.h"
 #include "dialect/codec.h"
+#include "chunk_digest.h"
 
 namespace {
 
@@ -22,36 +24,11 @@ using bakeoff::ErrorCode;
 using bakeoff::Result;
 using bakeoff::dialect::Api;
 using bakeoff::dialect::StreamChunk;
+using bakeoff::fuzz::Digest;
+using bakeoff::fuzz::ValidUtf8;
 
 constexpr Api kNativeApis[] = {Api::kOllamaGenerate, Api::kOllamaChat, Api::kTgiGenerate, Api::kTritonGenerate,
-                               Api::kKserveInfer};
-constexpr std::size_t kMaxProtocolMessageBytes = 200 + 100;  // excerpt + fixed wording
-constexpr std::size_t kMaxErrorBytes = 1024 + 3;
-
-bool ValidUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
-
-std::uint64_t Digest(const Result<StreamChunk>& result) {
-  if (!result.ok()) {
-    BAKEOFF_CHECK(result.error().code == ErrorCode::kProtocol) << result.error().message;
-    BAKEOFF_CHECK(result.error().message.size() <= kMaxProtocolMessageBytes) << result.error().message;
-    BAKEOFF_CHECK(ValidUtf8(result.error().message)) << "protocol message is not UTF-8";
-    return 1;
-  }
-  const StreamChunk& chunk = *result;
-  std::uint64_t digest = 0x9E3779B97F4A7C15ull;
-  for (const std::string_view view : {chunk.content, chunk.reasoning, chunk.finish_reason}) {
-    for (const char c : view) digest = digest * 31 + static_cast<unsigned char>(c);
-    digest = digest * 31 + view.size();
-  }
-  digest = digest * 31 + chunk.token_count + (chunk.done ? 7 : 0) + (chunk.has_choices ? 11 : 0);
-  if (chunk.usage) digest = digest * 31 + chunk.usage->prompt_tokens * 3 + chunk.usage->completion_tokens;
-  if (chunk.error) {
-    BAKEOFF_CHECK(chunk.error->size() <= kMaxErrorBytes) << chunk.error->size();
-    BAKEOFF_CHECK(ValidUtf8(*chunk.error)) << "error message is not UTF-8";
-  }
-  return digest;
-}
-
+                               Api::kKserveInfer,    Api::kEmbeddings, Api::kRerank};
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -74,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     request.model = std::string(input.substr(0, 16));
     request.prompt = std::string(input);
     request.history = {{"user", std::string(input.substr(0, 8))}};
+    request.inputs = {std::string(input), std::string(input.substr(0, 3))};
     const std::string body = bakeoff::dialect::EncodeRequestBody(request);
     simdjson::dom::element root;
     BAKEOFF_CHECK(parser.parse(body).get(root) == simdjson::SUCCESS) << "encoded body is not JSON";

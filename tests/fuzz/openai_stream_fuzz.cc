@@ -17,6 +17,7 @@
 
 #include "core/check.h"
 #include "dialect/codec.h"
+#include "chunk_digest.h"
 #include "dialect/tokenize.h"
 
 namespace {
@@ -25,35 +26,9 @@ using bakeoff::ErrorCode;
 using bakeoff::Result;
 using bakeoff::dialect::OpenAiStreamDecoder;
 using bakeoff::dialect::StreamChunk;
-
-constexpr std::size_t kMaxProtocolMessageBytes = 200 + 100;  // excerpt + fixed wording
-constexpr std::size_t kMaxErrorBytes = 1024 + 3;
-
-bool ValidUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
-
-// Reads every byte a chunk points at and returns a digest, so dangling views fault under ASan.
-std::uint64_t Digest(const Result<StreamChunk>& result) {
-  if (!result.ok()) {
-    BAKEOFF_CHECK(result.error().code == ErrorCode::kProtocol) << result.error().message;
-    BAKEOFF_CHECK(result.error().message.size() <= kMaxProtocolMessageBytes) << result.error().message;
-    BAKEOFF_CHECK(ValidUtf8(result.error().message)) << "protocol message is not UTF-8";
-    return 1;
-  }
-  const StreamChunk& chunk = *result;
-  std::uint64_t digest = 0x9E3779B97F4A7C15ull;
-  for (const std::string_view view : {chunk.content, chunk.reasoning, chunk.finish_reason}) {
-    for (const char c : view) digest = digest * 31 + static_cast<unsigned char>(c);
-    digest = digest * 31 + view.size();
-  }
-  digest = digest * 31 + chunk.token_count + (chunk.done ? 7 : 0) + (chunk.has_choices ? 11 : 0);
-  if (chunk.usage) digest = digest * 31 + chunk.usage->prompt_tokens * 3 + chunk.usage->completion_tokens;
-  if (chunk.error) {
-    BAKEOFF_CHECK(chunk.error->size() <= kMaxErrorBytes) << chunk.error->size();
-    BAKEOFF_CHECK(ValidUtf8(*chunk.error)) << "error message is not UTF-8";
-    digest = digest * 31 + chunk.error->size();
-  }
-  return digest;
-}
+using bakeoff::fuzz::Digest;
+using bakeoff::fuzz::kMaxErrorBytes;
+using bakeoff::fuzz::ValidUtf8;
 
 }  // namespace
 

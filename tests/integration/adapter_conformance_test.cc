@@ -6,6 +6,7 @@
 // does not. The emulator's native routes are then loaded through the same codecs and must agree
 // with the emulator's own counters.
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -42,11 +43,16 @@ std::string CaseName(const RouteCase& c) {
   return name;
 }
 
-// Where an adapter's fixtures are: Triton's own routes are on its core endpoint, not its OpenAI
-// frontend.
+// The routes on an engine's own endpoint rather than its OpenAI ones (Triton's core, not its
+// OpenAI frontend; KServe's /v2 rather than /openai).
+bool OnCoreEndpoint(dialect::Api api) {
+  return api == dialect::Api::kTritonGenerate || api == dialect::Api::kKserveInfer;
+}
+
+// Where an adapter's fixtures are.
 std::string FixtureDir(const RouteCase& c) {
   const std::string name(c.adapter->name);
-  return name == "triton" && !dialect::IsOpenAiApi(c.api) ? "triton-core" : name;
+  return name == "triton" && OnCoreEndpoint(c.api) ? "triton-core" : name;
 }
 
 // The model each fixture folder serves (its /v1/models, or the model in its /v2 paths).
@@ -66,7 +72,7 @@ std::vector<RouteCase> AllRouteCases() {
       if (dialect::ApiStreams(api)) cases.push_back({&adapter, api, true});
       // The whole-answer variants of the native routes that have one on another path.
       if (api == dialect::Api::kTgiGenerate || api == dialect::Api::kTritonGenerate ||
-          api == dialect::Api::kKserveInfer) {
+          api == dialect::Api::kKserveInfer || !dialect::ApiGenerates(api)) {
         cases.push_back({&adapter, api, false});
       }
     }
@@ -96,7 +102,7 @@ TEST_P(AdapterConformanceTest, EveryRouteReadsTheSameAnswer) {
   const RouteCase& c = GetParam();
   const std::string dir = FixtureDir(c);
   t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir(dir)));
-  const std::string base = server.url() + (dir == "kserve" && dialect::IsOpenAiApi(c.api) ? "/openai" : "");
+  const std::string base = server.url() + (dir == "kserve" && !OnCoreEndpoint(c.api) ? "/openai" : "");
   const std::filesystem::path out = OutDir(CaseName(c));
   std::vector<std::string> args = {"bench", "--url", base, "--engine", std::string(c.adapter->name),
                                    "--api", dialect::ApiName(c.api), "--model", FixtureModel(dir),
@@ -104,6 +110,24 @@ TEST_P(AdapterConformanceTest, EveryRouteReadsTheSameAnswer) {
                                    "--output-tokens", "3", "--no-calibrate", "--metrics-interval", "0",
                                    "--warmup", "0s", "--out", out.string()};
   if (!c.stream) args.push_back("--no-stream");
+  if (!dialect::ApiGenerates(c.api)) {
+    args.insert(args.end(), {"--batch", "2"});
+    const t::Finished run = t::RunBakeoff(args);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    // Vectors and scores: no output tokens; the server's count of what it read.
+    for (const json& r : Records(out)) {
+      EXPECT_EQ(r["outcome"], "ok") << r.dump();
+      EXPECT_EQ(r["output_tokens"], 0) << r.dump();
+      EXPECT_EQ(r.value("usage_prompt_tokens", json()), c.api == dialect::Api::kRerank ? 40 : 16) << r.dump();
+    }
+    const json summary = json::parse(std::ifstream(out / "summary.json"));
+    EXPECT_EQ(summary["pooling"]["steps"][0]["inputs_per_request"], 2);
+    EXPECT_GT(summary["pooling"]["steps"][0]["inputs_per_s"], 0);
+    const json body = json::parse(server.requests().back().body);
+    EXPECT_EQ(body[c.api == dialect::Api::kRerank ? "documents" : "input"].size(), 2u) << body.dump();
+    std::filesystem::remove_all(out);
+    return;
+  }
   const t::Finished run = t::RunBakeoff(args);
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
@@ -143,7 +167,8 @@ TEST_P(AdapterConformanceTest, EveryRouteReadsTheSameAnswer) {
   for (const t::CapturedRequest& request : requests) {
     if (request.method != "POST") continue;
     sent = true;
-    EXPECT_EQ(request.target.find("/v1/") != std::string::npos, dialect::IsOpenAiApi(c.api)) << request.target;
+    EXPECT_EQ(request.target.find("/v1/") != std::string::npos, !OnCoreEndpoint(c.api) && dialect::IsOpenAiApi(c.api))
+        << request.target;
     EXPECT_TRUE(json::accept(request.body)) << request.body;
   }
   EXPECT_TRUE(sent);
@@ -189,6 +214,95 @@ TEST(NativeRoutesTest, ABenchOverEachNativeRouteOfTheEmulatorAgreesWithItsCounte
     EXPECT_EQ(stats.aborted, 0u);
     std::filesystem::remove_all(out);
   }
+}
+
+}  // namespace
+}  // namespace bakeoff
+
+namespace bakeoff {
+namespace {
+
+// Loads beyond plain chat against the emulator (docs/emulator.md "Pooling routes", "Structured
+// output and LoRA costs"): each variant step replays its baseline's arrivals and prompts with
+// one change, and the modelled cost of that change shows in the comparison.
+struct EmulatedRun {
+  std::unique_ptr<emulate::EmulatorServer> server;
+  std::string url;
+};
+
+EmulatedRun StartModelled(const std::function<void(emulate::EmulatorConfig&)>& tune) {
+  emulate::EmulatorConfig config;
+  config.port = 0;
+  tune(config);
+  auto server = emulate::EmulatorServer::Start(config);
+  EXPECT_TRUE(server.ok()) << server.error().message;
+  if (!server.ok()) return {};
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.value()->port());
+  return {std::move(server.value()), url};
+}
+
+json BenchSummary(const std::string& name, std::vector<std::string> args) {
+  const std::filesystem::path out = OutDir(name);
+  args.insert(args.begin(), "bench");
+  args.insert(args.end(), {"--metrics-interval", "0", "--out", out.string()});
+  const t::Finished run = t::RunBakeoff(args);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  json summary = json::parse(std::ifstream(out / "summary.json"));
+  for (const json& r : Records(out)) EXPECT_EQ(r["outcome"], "ok") << r.dump();
+  summary["bench_output"] = run.output;
+  std::filesystem::remove_all(out);
+  return summary;
+}
+
+TEST(LoadKindsTest, EmbeddingsAndRerankCountInputsAndPromptTokens) {
+  EmulatedRun emulator = StartModelled([](emulate::EmulatorConfig& c) { c.instant = true; });
+  ASSERT_TRUE(emulator.server);
+  for (const char* api : {"embeddings", "rerank"}) {
+    SCOPED_TRACE(api);
+    const json summary = BenchSummary(std::string("pool_") + api, {"--url", emulator.url, "--api", api, "--no-stream", "--batch", "4",
+                                                                   "--requests", "10", "--concurrency", "2",
+                                                                   "--prompt-tokens", "32"});
+    const json& step = summary["steps"][0];
+    EXPECT_EQ(step["requests"]["outcomes"]["ok"], 10);
+    EXPECT_TRUE(step["throughput"]["input_tokens_from_server"]);
+    EXPECT_DOUBLE_EQ(summary["pooling"]["steps"][0]["inputs_per_s"].get<double>(),
+                     4 * step["throughput"]["requests_per_s"].get<double>());
+    EXPECT_TRUE(summary["fairness"]["unequal_work"].empty());
+  }
+  // Not on the simulator, which models no pooling step.
+  const t::Finished simulate = t::RunBakeoff({"simulate", "--api", "embeddings", "--no-stream", "--requests", "5"});
+  EXPECT_EQ(simulate.exit_code, 2) << simulate.output;
+}
+
+TEST(LoadKindsTimingTest, AGrammarAndAdapterSwapsCostWhatTheEngineModelSays) {
+  // A grammar cost of a third of a decode step, and one adapter slot for three adapters.
+  EmulatedRun emulator = StartModelled([](emulate::EmulatorConfig& c) {
+    c.engine.cost.grammar_ms_per_token = 2.0;
+    c.engine.cost.lora_load_ms = 30;
+    c.engine.max_loras = 1;
+    c.lora_adapters = {"a", "b", "c"};
+  });
+  ASSERT_TRUE(emulator.server);
+  const json structured = BenchSummary("structured", {"--url", emulator.url, "--structured", "json_schema", "--requests",
+                                                      "24", "--concurrency", "4", "--prompt-tokens", "64",
+                                                      "--output-tokens", "32"});
+  ASSERT_EQ(structured["steps"].size(), 2u);
+  EXPECT_EQ(structured["steps"][1]["label"], "concurrency=4 json_schema");
+  // The same prompts: the server counted the same prompt tokens in both steps.
+  EXPECT_EQ(structured["steps"][0]["tokens"]["prompt"]["mean"], structured["steps"][1]["tokens"]["prompt"]["mean"]);
+  const json& change = structured["variants"][0];
+  // The schema's record is shorter than 32 tokens: said so, and TPOT carries the grammar's cost
+  // (6 ms base + 2 ms grammar on each decode step of about 6.4 ms).
+  EXPECT_FALSE(change["same_answer_length"].get<bool>());
+  EXPECT_GT(change["tpot_p50_ms"]["ratio"].get<double>(), 1.15) << change.dump();
+  EXPECT_NE(structured["bench_output"].get<std::string>().find("TPOT and TTFT compare the same work"), std::string::npos);
+
+  const json lora = BenchSummary("lora", {"--url", emulator.url, "--lora-adapters", "a,b,c", "--requests", "24",
+                                          "--concurrency", "6", "--prompt-tokens", "64", "--output-tokens", "16"});
+  ASSERT_EQ(lora["steps"].size(), 2u);
+  // Three adapters through one slot: requests wait for theirs, and every switch loads one.
+  EXPECT_GT(lora["variants"][0]["ttft_p50_ms"]["ratio"].get<double>(), 1.5) << lora["variants"][0].dump();
+  EXPECT_TRUE(lora["variants"][0]["same_answer_length"].get<bool>());
 }
 
 }  // namespace

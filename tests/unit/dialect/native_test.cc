@@ -223,5 +223,69 @@ TEST(NativeResponseTest, WholeAnswersOfEveryRoute) {
   EXPECT_FALSE(DecodeResponse(Api::kKserveInfer, R"({"outputs":[{"name":"text_output","data":[{}]}]})").ok());
 }
 
+TEST(ConstraintRequestTest, EachKindIsSentAsTheEnginesTakeIt) {
+  GenerationRequest r = Request(Api::kChat);
+  r.constraint = OutputConstraint{OutputConstraint::Kind::kJsonSchema, R"({"type":"object"})"};
+  json body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["response_format"]["type"], "json_schema");
+  EXPECT_EQ(body["response_format"]["json_schema"]["schema"]["type"], "object");
+  r.constraint = OutputConstraint{OutputConstraint::Kind::kChoice, R"(["yes","no"])"};
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["response_format"]["json_schema"]["schema"]["enum"][1], "no");
+  r.constraint = OutputConstraint{OutputConstraint::Kind::kRegex, R"([A-Z]{3}"\d)"};
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["structured_outputs"]["regex"], R"([A-Z]{3}"\d)");
+  r.constraint = OutputConstraint{OutputConstraint::Kind::kTool, R"({"type":"object","properties":{}})"};
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["tool_choice"], "required");
+  EXPECT_EQ(body["tools"][0]["function"]["name"], "record_answer");
+}
+
+TEST(ConstraintStreamTest, AToolCallsArgumentsAreItsText) {
+  StreamDecoder decoder(Api::kChat);
+  const StreamChunk chunk = MustDecode(
+      decoder, R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]},"finish_reason":null}]})");
+  EXPECT_EQ(chunk.tool_arguments, R"({"a":)");
+  EXPECT_EQ(chunk.content, "");
+  // Another shape is only a missing hint, never an error.
+  EXPECT_EQ(MustDecode(decoder, R"({"choices":[{"delta":{"tool_calls":{"x":1}}}]})").tool_arguments, "");
+}
+
+TEST(PoolingTest, EmbeddingsAndRerankBodiesAndAnswers) {
+  GenerationRequest r;
+  r.api = Api::kEmbeddings;
+  r.model = "e5";
+  r.inputs = {"one", "two \"quoted\""};
+  json body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["input"][1], "two \"quoted\"");
+  EXPECT_EQ(RequestPath(Api::kEmbeddings, "e5", false), "/v1/embeddings");
+  r.api = Api::kRerank;
+  r.prompt = "query";
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["query"], "query");
+  EXPECT_EQ(body["documents"].size(), 2u);
+  EXPECT_FALSE(ApiStreams(Api::kRerank));
+
+  Result<CompletionResponse> embeddings = DecodeResponse(
+      Api::kEmbeddings, R"({"data":[{"index":0,"embedding":[0.1,-2e-3]},{"index":1,"embedding":"AAAA"}],"usage":{"prompt_tokens":7,"total_tokens":7}})");
+  ASSERT_TRUE(embeddings.ok()) << embeddings.error().message;
+  EXPECT_EQ(embeddings->items, 2u);
+  EXPECT_EQ(embeddings->usage->prompt_tokens, 7u);
+  EXPECT_EQ(embeddings->usage->completion_tokens, 0u);
+  Result<CompletionResponse> rerank =
+      DecodeResponse(Api::kRerank, R"({"results":[{"index":1,"relevance_score":0.9},{"index":0,"score":0.1}],"usage":{"total_tokens":30}})");
+  ASSERT_TRUE(rerank.ok()) << rerank.error().message;
+  EXPECT_EQ(rerank->items, 2u);
+  EXPECT_EQ(rerank->usage->prompt_tokens, 30u);
+  for (const auto& [api, bad] : std::vector<std::pair<Api, std::string>>{
+           {Api::kEmbeddings, R"({"data":[{"embedding":["x"]}]})"},
+           {Api::kEmbeddings, R"({"object":"list"})"},
+           {Api::kRerank, R"({"results":[{"index":0,"relevance_score":"high"}]})"},
+           {Api::kRerank, R"({"error":{"message":"model does not support rerank"}})"},
+           {Api::kEmbeddings, "not json"}}) {
+    EXPECT_FALSE(DecodeResponse(api, bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace bakeoff::dialect

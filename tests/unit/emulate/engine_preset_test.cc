@@ -157,6 +157,9 @@ cost:
   prefill_ms_per_token: 2.5e-2
   decode_ms_per_seq: 0.75
   kv_ms_per_1k_tokens: 3
+  grammar_ms_per_token: 0.25
+  lora_load_ms: 12
+max_loras: 3
 step_noise_cv: 0.3
 eos_probability: 0.001
 seed: 18446744073709551615
@@ -183,6 +186,9 @@ TEST(EnginePresetTest, EveryKeyReachesItsField) {
   EXPECT_EQ(c.cost.prefill_ms_per_token, 0.025);
   EXPECT_EQ(c.cost.decode_ms_per_seq, 0.75);
   EXPECT_EQ(c.cost.kv_ms_per_1k_tokens, 3.0);
+  EXPECT_EQ(c.cost.grammar_ms_per_token, 0.25);
+  EXPECT_EQ(c.cost.lora_load_ms, 12.0);
+  EXPECT_EQ(c.max_loras, 3);
   EXPECT_EQ(c.step_noise_cv, 0.3);
   EXPECT_EQ(c.eos_probability, 0.001);
   EXPECT_EQ(c.seed, 18446744073709551615ULL);
@@ -343,7 +349,7 @@ TEST(EnginePresetTest, WrongTypesNameLineAndKey) {
   EXPECT_EQ(
       ErrorOf("cost:\n"),
       "e.yaml:1: cost: expected a mapping of base_ms, prefill_ms_per_token, decode_ms_per_seq, "
-      "kv_ms_per_1k_tokens, got nothing");
+      "kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
 }
 
 TEST(EnginePresetTest, UnknownPolicyAndCachingNamesListTheValidOnes) {

@@ -5,6 +5,8 @@
 // what bakeoff's own native decoders (dialect/native.h) read back.
 #include "emulate/native_api.h"
 
+#include "emulate/pooling_api.h"
+
 #include <string>
 #include <vector>
 
@@ -175,6 +177,63 @@ TEST(NativeRenderTest, WholeAnswersAndErrorsInEachWire) {
     renderer.AppendStreamError(error, ApiError{500, "InternalServerError", "boom", ""});
     EXPECT_NE(error.find(R"("error":"boom")"), std::string::npos) << error;
   }
+}
+
+TEST(PoolingRouteTest, EmbeddingsAndRerankArePrefillsWithTheirOwnAnswers) {
+  EXPECT_EQ(MatchPoolingRoute("/v1/embeddings"), Wire::kEmbeddings);
+  EXPECT_EQ(MatchPoolingRoute("/rerank"), Wire::kRerank);
+  auto parsed = ParsePoolingRequest(Wire::kEmbeddings, R"({"input":["hello world","again"]})", Served());
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(parsed));
+  const GenerationSpec embeddings = std::get<GenerationSpec>(parsed);
+  EXPECT_EQ(embeddings.inputs, 2);
+  EXPECT_EQ(embeddings.max_tokens, 1);  // one prefill, its token not an output
+  EXPECT_FALSE(embeddings.stream);
+  const json body = json::parse(RenderPoolingBody(embeddings, "\"m\""));
+  ASSERT_EQ(body["data"].size(), 2u);
+  double norm = 0;
+  for (const json& x : body["data"][0]["embedding"]) norm += x.get<double>() * x.get<double>();
+  EXPECT_NEAR(norm, 1.0, 1e-4);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], embeddings.prompt_tokens);
+  // The same texts give the same vectors.
+  EXPECT_EQ(json::parse(RenderPoolingBody(embeddings, "\"m\"")), body);
+
+  auto rerank = ParsePoolingRequest(Wire::kRerank, R"({"query":"q","documents":["a b",{"text":"c"}]})", Served());
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(rerank));
+  const GenerationSpec r = std::get<GenerationSpec>(rerank);
+  EXPECT_EQ(r.inputs, 2);
+  EXPECT_EQ(r.prompt_tokens, 2 * 1 + 2 + 1);  // the query before each document
+  const json results = json::parse(RenderPoolingBody(r, "\"m\""))["results"];
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_GE(results[0]["relevance_score"].get<double>(), results[1]["relevance_score"].get<double>());
+  for (const char* bad : {R"({"input":[]})", R"({"input":[5,-1]})", R"({"model":"x","input":"a"})", "[1]"}) {
+    EXPECT_TRUE(std::holds_alternative<ApiError>(ParsePoolingRequest(Wire::kEmbeddings, bad, Served()))) << bad;
+  }
+  EXPECT_TRUE(std::holds_alternative<ApiError>(ParsePoolingRequest(Wire::kRerank, R"({"query":"q","documents":[1]})", Served())));
+  // One request's inputs share one sequence's context.
+  ServedModel small = Served();
+  small.max_model_len = 3;
+  EXPECT_TRUE(std::holds_alternative<ApiError>(ParsePoolingRequest(Wire::kEmbeddings, R"({"input":["a b","c d"]})", small)));
+}
+
+TEST(StructuredAndLoraTest, ChoicesAdaptersAndRefusedRegexes) {
+  ServedModel served = Served();
+  served.lora_adapters = {"sql", "fr"};
+  auto parsed = ParseGenerationRequest(Endpoint::kChat,
+                                       R"({"model":"fr","messages":[{"role":"user","content":"hi"}],"structured_outputs":{"choice":["oui","non"]}})",
+                                       served);
+  ASSERT_TRUE(std::holds_alternative<GenerationSpec>(parsed));
+  EXPECT_EQ(std::get<GenerationSpec>(parsed).lora, 2u);
+  EXPECT_EQ(std::get<GenerationSpec>(parsed).choice_text, "oui");
+  auto regex = ParseGenerationRequest(Endpoint::kChat,
+                                      R"({"messages":[{"role":"user","content":"hi"}],"structured_outputs":{"regex":"[a-z]+"}})", served);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(regex));
+  EXPECT_NE(std::get<ApiError>(regex).message.find("regex"), std::string::npos);
+  EXPECT_TRUE(std::holds_alternative<ApiError>(
+      ParseGenerationRequest(Endpoint::kChat, R"({"model":"de","messages":[{"role":"user","content":"hi"}]})", served)));
+  const json listing = json::parse(RenderModelsResponse(served, 0));
+  ASSERT_EQ(listing["data"].size(), 3u);
+  EXPECT_EQ(listing["data"][1]["id"], "sql");
+  EXPECT_EQ(listing["data"][1]["parent"], "m");
 }
 
 }  // namespace

@@ -571,3 +571,63 @@ TEST(SchedulerTest, ValidationRefusesImpossibleKvBudgets) {
 
 }  // namespace
 }  // namespace bakeoff::emulate
+
+namespace bakeoff::emulate {
+namespace {
+
+// Grammar: each decoding step of a constrained sequence costs grammar_ms_per_token more, and
+// nothing else changes.
+TEST(SchedulerCostTest, AGrammarAddsItsCostToEveryDecodeStep) {
+  EngineConfig config;
+  config.cost.grammar_ms_per_token = 0.5;
+  auto run = [&](bool constrained) {
+    Scheduler scheduler(config);
+    SequenceRequest request = Req(100, 11);
+    request.constrained = constrained;
+    EXPECT_TRUE(scheduler.Add(std::move(request)).ok());
+    return RunToIdle(scheduler, T0());
+  };
+  const std::vector<Timed> plain = run(false);
+  const std::vector<Timed> constrained = run(true);
+  ASSERT_EQ(plain.size(), 11u);
+  ASSERT_EQ(constrained.size(), 11u);
+  EXPECT_EQ(constrained.front().at, plain.front().at);  // the prefill has no grammar step
+  const Nanos plain_decode = plain.back().at - plain.front().at;
+  const Nanos constrained_decode = constrained.back().at - constrained.front().at;
+  EXPECT_EQ(constrained_decode - plain_decode, 10 * Nanos(500'000));  // 10 decode steps x 0.5 ms
+}
+
+// LoRA: the running sequences use at most max_loras adapters (a request with another waits), a
+// step that brings an adapter not resident pays lora_load_ms once, and a resident one is free.
+TEST(SchedulerCostTest, AdaptersBeyondMaxLorasWaitAndEachLoadIsPaidOnce) {
+  EngineConfig config;
+  config.max_loras = 1;
+  config.cost.lora_load_ms = 40;
+  Scheduler scheduler(config);
+  SequenceRequest first = Req(20, 5);
+  first.lora = 1;
+  SequenceRequest second = Req(20, 5);
+  second.lora = 2;
+  SequenceRequest third = Req(20, 5);
+  third.lora = 2;
+  const SequenceId a = *scheduler.Add(std::move(first));
+  const SequenceId b = *scheduler.Add(std::move(second));
+  const SequenceId c = *scheduler.Add(std::move(third));
+  std::map<SequenceId, MonoTime> first_token, last_token;
+  for (const Timed& t : RunToIdle(scheduler, T0())) {
+    if (t.event.index == 0) first_token[t.event.id] = t.at;
+    if (t.event.finish) last_token[t.event.id] = t.at;
+  }
+  // Adapter 2 waits until adapter 1 has no sequence left; the two of adapter 2 run together.
+  EXPECT_GE(first_token[b], last_token[a]);
+  EXPECT_EQ(first_token[b], first_token[c]);
+  EXPECT_EQ(scheduler.counters().lora_loads, 2u);
+  // The first prefill step paid one load; a lone request of the base model would not.
+  Scheduler base(EngineConfig{});
+  ASSERT_TRUE(base.Add(Req(20, 5)).ok());
+  const std::vector<Timed> plain = RunToIdle(base, T0());
+  EXPECT_EQ(first_token[a] - plain.front().at, Nanos(40'000'000));
+}
+
+}  // namespace
+}  // namespace bakeoff::emulate
