@@ -185,7 +185,7 @@ nlohmann::json ResourcesJson(const BenchOutcome& outcome, double price_per_hour)
 // What the requests asked for against what this engine's route sent and what its answers show:
 // where they differ, a comparison with another engine compares unequal work, and says so.
 nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze::StepAnalysis>& steps,
-                            std::vector<std::string>& notes) {
+                            std::vector<std::string>& notes, std::vector<std::string>& unequal_out) {
   const dialect::GenerationRequest& request = config.run.target.request;
   if (!dialect::ApiGenerates(request.api)) {  // vectors and scores: no output length to compare
     return {{"api", dialect::ApiName(request.api)}, {"unequal_work", nlohmann::json::array()}};
@@ -212,6 +212,7 @@ nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze
         dialect::ApiReportsOutputTokens(request.api) ? "" : fmt::format(" (the {} route reports none)", dialect::ApiName(request.api))));
   }
   for (const std::string& line : unequal) notes.push_back("fairness: " + line);
+  unequal_out = unequal;
   return {{"api", dialect::ApiName(request.api)},
           {"forced_length", {{"asked", config.intent.forced_length},
                              {"sent", request.ignore_eos},
@@ -442,7 +443,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   summary["metrics_file"] = timeline ? nlohmann::json("metrics.jsonl") : nlohmann::json();
   summary["resources"] = ResourcesJson(outcome, config.price_per_hour);
   summary["metrics_problems"] = timeline ? nlohmann::json(timeline->Problems()) : nlohmann::json::array();
-  summary["fairness"] = FairnessJson(config, outcome.steps, outcome.notes);
+  summary["fairness"] = FairnessJson(config, outcome.steps, outcome.notes, outcome.unequal_work);
   summary["variants"] = VariantsJson(config, outcome.steps, outcome.notes);
   if (!dialect::ApiGenerates(target.request.api)) {
     nlohmann::json pooling = nlohmann::json::array();

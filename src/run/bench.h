@@ -79,6 +79,7 @@ struct BenchOutcome {
   std::filesystem::path metrics_path;             // metrics.jsonl, when scraped
   std::optional<target::ResourceSummary> resources;  // what the engine used, when sampled
   std::string summary_error;       // summary.json or records could not be written (exit 1)
+  std::vector<std::string> unequal_work;  // summary.json fairness.unequal_work, for comparisons
 };
 
 // `log` receives human-readable progress lines (discovery, calibration, step starts).

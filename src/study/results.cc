@@ -20,7 +20,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepFigures, label, records, mea
                                                 tpot_p99_ms, e2e_p50_ms, e2e_p99_ms, mean_prompt_tokens,
                                                 mean_output_tokens, generator_limited, p99_bounded, terms,
                                                 short_ttft_p99_ms, long_ttft_p99_ms, short_count, long_count)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseResult, phase, round, steps, error, simulated, emulated)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseResult, phase, round, steps, error, simulated, emulated,
+                                                unequal_work)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeFinding, code, severity, message)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateCell, constraint, status, reason, evidence)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeSummary, ran, skipped_reason, disqualified, verdicts, findings,

@@ -58,6 +58,9 @@ struct PhaseResult {
   std::string error;  // a step was given up: the candidate failed there (kept, restored on resume)
   bool simulated = false;  // measured on the virtual clock
   bool emulated = false;   // against the emulated engine
+  // What the requests asked for and this engine's answers did not give (summary.json fairness of
+  // the phase's run): a forced length not sent or not honoured, outputs counted by the client.
+  std::vector<std::string> unequal_work;
 };
 
 struct ProbeFinding {

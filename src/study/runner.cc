@@ -839,6 +839,7 @@ class StudyRunner {
       if (!step.stopped_reason.empty()) result.error = c.failed = fmt::format("{}: {}", name, step.stopped_reason);
     }
     if (phase == Phase::kReplay && !result.steps.empty()) HeadOfLine(outcome->records_path, result.steps.front());
+    result.unequal_work = outcome->unequal_work;
     // A server that says it is bakeoff's emulated engine is labelled so, however it was started.
     if (outcome->emulated) result.emulated = c.emulated = true;
     if (outcome->interrupted || halt_.halted()) {

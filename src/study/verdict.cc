@@ -3,7 +3,10 @@
 #include "study/verdict.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <iterator>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -452,7 +455,19 @@ void CheckMistakes(const Study& study, const WorkloadFigures& w, const GateTable
   }
   for (const CandidateResult& c : candidates) {
     if (c.eliminated) continue;  // it was never measured, so no unequal work was compared
-    for (const std::string& note : c.unequal_work) v.mistakes.push_back({"unequal_work", c.name + ": " + note});
+    // What the runs measured says more than what the adapter expects; each kind once (the same
+    // sentence with other counts in a later phase is the same finding).
+    std::vector<std::string> notes;
+    std::set<std::string> kinds;
+    for (const PhaseResult& phase : c.phases) {
+      for (const std::string& note : phase.unequal_work) {
+        std::string kind;
+        std::copy_if(note.begin(), note.end(), std::back_inserter(kind), [](char ch) { return !std::isdigit(static_cast<unsigned char>(ch)); });
+        if (kinds.insert(kind).second) notes.push_back(fmt::format("{} phase: {}", PhaseName(phase.phase), note));
+      }
+    }
+    if (notes.empty()) notes = c.unequal_work;
+    for (const std::string& note : notes) v.mistakes.push_back({"unequal_work", c.name + ": " + note});
   }
   for (const GateRow& row : gate.rows) {
     for (const GateCell& cell : row.cells) {

@@ -199,5 +199,31 @@ TEST(VerdictTest, TheStudysOwnMistakesAreFound) {
   }
 }
 
+TEST(VerdictTest, UnequalWorkTheRunsMeasuredIsNamedOncePerKindWithItsPhase) {
+  Fixture f;
+  f.results[0].unequal_work = {"TGI cannot force an output length (no ignore_eos)"};  // what the adapter expects
+  PhaseResult sweep;
+  sweep.phase = Phase::kSweep;
+  sweep.unequal_work = {"forced output length sent, yet 12 of 40 answers ended before max_tokens: the engine did not honour it"};
+  PhaseResult replay = sweep;
+  replay.phase = Phase::kReplay;
+  replay.unequal_work = {"forced output length sent, yet 3 of 90 answers ended before max_tokens: the engine did not honour it",
+                         "90 of 90 answers came without the server's output token count: their tokens were counted by the client"};
+  f.results[0].phases = {sweep, replay};
+  f.results[1].unequal_work = {"Ollama cannot force an output length (no ignore_eos)"};
+  const Verdict v = Decide(f.study, WorkloadFigures{}, f.gate, f.results);
+  std::vector<std::string> fast, steady;
+  for (const Mistake& m : v.mistakes) {
+    if (m.code != "unequal_work") continue;
+    (m.message.starts_with("fast: ") ? fast : steady).push_back(m.message);
+  }
+  // The measured findings replace the expectation; the same finding in a later phase is not repeated.
+  ASSERT_EQ(fast.size(), 2u);
+  EXPECT_NE(fast[0].find("sweep phase: forced output length sent, yet 12 of 40"), std::string::npos) << fast[0];
+  EXPECT_NE(fast[1].find("replay phase: 90 of 90 answers came without"), std::string::npos) << fast[1];
+  ASSERT_EQ(steady.size(), 1u);  // nothing measured: the adapter's expectation stands
+  EXPECT_NE(steady[0].find("Ollama cannot force"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace bakeoff::study
