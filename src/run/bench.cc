@@ -191,10 +191,13 @@ nlohmann::json FairnessJson(const BenchConfig& config, const std::vector<analyze
     return {{"api", dialect::ApiName(request.api)}, {"unequal_work", nlohmann::json::array()}};
   }
   std::uint64_t ok = 0, counted = 0, short_answers = 0;
-  for (const analyze::StepAnalysis& s : steps) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const analyze::StepAnalysis& s = steps[i];
     ok += s.ok_requests;
     counted += s.output_counted_by_server;
-    short_answers += s.ended_before_max_tokens;
+    // A constrained answer (--structured) ends with its schema, whatever the forced length.
+    const bool constrained = i < config.run.steps.size() && config.run.steps[i].variant && config.run.target.constraint;
+    if (!constrained) short_answers += s.ended_before_max_tokens;
   }
   std::vector<std::string> unequal;
   if (!config.intent.forced_length_not_sent.empty()) {
