@@ -50,16 +50,6 @@ struct BenchFlags {
   double price_per_hour = 0;
 };
 
-// "5%" or "5": a percentage, as a fraction.
-Result<double> ParsePercent(const std::string& flag, std::string text) {
-  if (text.ends_with('%')) text.pop_back();
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1000) {
-    return MakeError(ErrorCode::kInvalidInput, flag + ": '" + text + "' is not a percentage (e.g. 5%)");
-  }
-  return value / 100;
-}
 
 Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   run::BenchConfig config;

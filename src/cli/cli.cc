@@ -35,6 +35,7 @@ int Main(int argc, char** argv) {
   AddDetectCommand(app, &exit_code);
   AddCatalogCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
+  AddCompareCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

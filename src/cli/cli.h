@@ -28,6 +28,8 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 // probe: a candidate was disqualified; run: no candidate meets the SLO.
 inline constexpr int kExitDisqualified = 3;
+// compare: some gated metric is worse in the new run.
+inline constexpr int kExitRegressed = 4;
 
 int Main(int argc, char** argv);
 
@@ -41,6 +43,7 @@ void AddProbeCommand(CLI::App& app, int* exit_code);
 void AddDetectCommand(CLI::App& app, int* exit_code);
 void AddCatalogCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
+void AddCompareCommand(CLI::App& app, int* exit_code);
 
 // The adapter bench and probe use: the one `engine` names (--engine; kInvalidInput naming the
 // flag and the known names when unknown), else what target::DetectEngine finds at `endpoint`

@@ -124,6 +124,16 @@ void ApplyVariantTo(const LoadSetup& setup, load::TargetSpec& target) {
   target.lora_zipf = setup.lora_zipf;
 }
 
+Result<double> ParsePercent(const std::string& flag, std::string text) {
+  if (text.ends_with('%')) text.pop_back();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1000) {
+    return MakeError(ErrorCode::kInvalidInput, flag + ": '" + text + "' is not a percentage (e.g. 5%)");
+  }
+  return value / 100;
+}
+
 Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
   double scale = 1;
   for (const auto& [suffix, factor] : std::initializer_list<std::pair<const char*, double>>{

@@ -91,6 +91,9 @@ Result<LoadSetup> BuildLoad(const LoadFlags& flags, const std::string& command);
 // Parses "250ms", "30s", "5min", "1h" or a bare number of seconds.
 Result<Nanos> ParseDuration(const std::string& flag, std::string text);
 
+// "5%" or "5": a percentage (0 to 1000), as a fraction.
+Result<double> ParsePercent(const std::string& flag, std::string text);
+
 // The load flags as given, for summary.json's "config".
 nlohmann::json LoadFlagsJson(const LoadFlags& flags, const LoadSetup& setup);
 
