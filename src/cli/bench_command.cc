@@ -102,8 +102,9 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff bench: {}\n", line); };
   // The engine's adapter: the named one, else (when --ignore-eos needs its fields) the detected
   // one. Without one, /metrics is scraped and read with any engine's metric names.
+  const bool regex = target.constraint && target.constraint->kind == dialect::OutputConstraint::Kind::kRegex;
   const target::EngineAdapter* adapter =
-      f.engine != "auto" || (target.request.ignore_eos && dialect::ApiCanForceLength(target.request.api))
+      f.engine != "auto" || regex || (target.request.ignore_eos && dialect::ApiCanForceLength(target.request.api))
           ? ResolveEngine(f.engine, target.endpoint, target.client, log).value()
           : nullptr;
   const std::string engine_used = adapter != nullptr ? std::string(adapter->name) : f.engine;
@@ -129,6 +130,15 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   if (adapter != nullptr && std::find(adapter->apis.begin(), adapter->apis.end(), target.request.api) == adapter->apis.end()) {
     log(fmt::format("--api {}: {} is not known to serve this route (its routes: bakeoff detect --list)",
                     dialect::ApiName(target.request.api), adapter->display_name));
+  }
+  if (regex && adapter != nullptr) {
+    // Each engine takes a regex in its own field; one that documents none is not sent one silently.
+    if (!adapter->request.regex) {
+      return usage(fmt::format("--structured regex: {} documents no regex constraint (json_schema and choice go "
+                               "everywhere; docs/engines/README.md)",
+                               adapter->display_name));
+    }
+    target.constraint->regex_field = *adapter->request.regex;
   }
   config.intent = run::FitRequestToEngine(target.request, adapter);
   if (!config.intent.forced_length_not_sent.empty()) {

@@ -259,10 +259,23 @@ void AppendConstraint(std::string& out, const OutputConstraint& c) {
       out.append(c.spec);
       out.append("}}}");
       return;
-    case OutputConstraint::Kind::kRegex:  // vLLM's structured_outputs (v0.12 on)
-      out.append(",\"structured_outputs\":{\"regex\":");
-      AppendJsonString(out, c.spec);
-      out.push_back('}');
+    case OutputConstraint::Kind::kRegex:
+      switch (c.regex_field) {
+        case RegexField::kStructuredOutputs:
+          out.append(",\"structured_outputs\":{\"regex\":");
+          AppendJsonString(out, c.spec);
+          out.push_back('}');
+          return;
+        case RegexField::kTopLevel:
+          out.append(",\"regex\":");
+          AppendJsonString(out, c.spec);
+          return;
+        case RegexField::kResponseFormatValue:
+          out.append(",\"response_format\":{\"type\":\"regex\",\"value\":");
+          AppendJsonString(out, c.spec);
+          out.push_back('}');
+          return;
+      }
       return;
     case OutputConstraint::Kind::kTool:
       out.append(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"record_answer\",\"description\":\"Record the answer.\",\"parameters\":");

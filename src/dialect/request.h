@@ -67,6 +67,10 @@ std::string RequestPath(Api api, std::string_view model, bool stream);
 // OpenAI routes only: "/v1/completions" or "/v1/chat/completions". REQUIRES: IsOpenAiApi(api).
 const char* ApiPath(Api api);
 
+// Where an engine takes a regex constraint [1.5, 2.5, 7.5]: vLLM's `structured_outputs.regex`
+// (v0.12 on), SGLang's top-level `regex`, TGI's `response_format` {"type": "regex", "value"}.
+enum class RegexField { kStructuredOutputs, kTopLevel, kResponseFormatValue };
+
 // A constraint on the answer's form.
 struct OutputConstraint {
   enum class Kind { kJsonSchema, kChoice, kRegex, kTool };
@@ -74,6 +78,7 @@ struct OutputConstraint {
   // kJsonSchema, kTool: a JSON schema (the tool's parameters); kChoice: a JSON array of strings;
   // kRegex: the pattern.
   std::string spec;
+  RegexField regex_field = RegexField::kStructuredOutputs;  // kRegex: the engine's field (its adapter's)
 };
 // "json_schema", "choice", "regex", "tool".
 const char* ConstraintName(OutputConstraint::Kind kind);

@@ -76,6 +76,8 @@ struct RequestFields {
   bool forced_length = false;     // these fields make every answer max_tokens long
   std::string_view stream_usage;  // how usage arrives in a stream, one line
   bool strict_schema = false;     // unknown request fields are rejected (send only known ones)
+  // Where it takes a regex constraint (bench --structured regex); nullopt when it documents none.
+  std::optional<dialect::RegexField> regex = std::nullopt;
 };
 
 // A launch command with placeholders {model} {port} {context} {parallel}.

@@ -307,3 +307,38 @@ TEST(LoadKindsTimingTest, AGrammarAndAdapterSwapsCostWhatTheEngineModelSays) {
 
 }  // namespace
 }  // namespace bakeoff
+
+namespace bakeoff {
+namespace {
+
+// A regex goes in each engine's own field, and an engine that documents none is refused.
+TEST(LoadKindsTest, ARegexGoesInTheEnginesOwnFieldOrIsRefused) {
+  for (const auto& [engine, field] : std::vector<std::pair<std::string, std::string>>{
+           {"sglang", "regex"}, {"vllm", "structured_outputs"}, {"tgi", "response_format"}}) {
+    SCOPED_TRACE(engine);
+    t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir(engine)));
+    const std::filesystem::path out = OutDir("regex_" + engine);
+    const t::Finished run = t::RunBakeoff({"bench", "--url", server.url(), "--engine", engine, "--structured", "regex",
+                                           "--requests", "1", "--concurrency", "1", "--output-tokens", "3",
+                                           "--no-calibrate", "--metrics-interval", "0", "--warmup", "0s", "--out",
+                                           out.string()});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::vector<json> bodies;
+    for (const t::CapturedRequest& request : server.requests()) {
+      if (request.method == "POST") bodies.push_back(json::parse(request.body));
+    }
+    ASSERT_EQ(bodies.size(), 2u);  // the plain step, then the constrained one
+    EXPECT_FALSE(bodies[0].contains(field)) << bodies[0].dump();
+    ASSERT_TRUE(bodies[1].contains(field)) << bodies[1].dump();
+    EXPECT_EQ(bodies[1].dump().find("[A-Z]{3}-[0-9]{4}") != std::string::npos, true) << bodies[1].dump();
+    std::filesystem::remove_all(out);
+  }
+  t::ScriptedServer llama(t::EngineFixtureResponder(t::EngineFixtureDir("llama.cpp")));
+  const t::Finished refused = t::RunBakeoff({"bench", "--url", llama.url(), "--engine", "llama.cpp", "--structured",
+                                             "regex", "--requests", "1", "--no-calibrate"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("llama.cpp documents no regex constraint"), std::string::npos) << refused.output;
+}
+
+}  // namespace
+}  // namespace bakeoff

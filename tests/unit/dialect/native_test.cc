@@ -234,7 +234,15 @@ TEST(ConstraintRequestTest, EachKindIsSentAsTheEnginesTakeIt) {
   EXPECT_EQ(body["response_format"]["json_schema"]["schema"]["enum"][1], "no");
   r.constraint = OutputConstraint{OutputConstraint::Kind::kRegex, R"([A-Z]{3}"\d)"};
   body = json::parse(EncodeRequestBody(r));
-  EXPECT_EQ(body["structured_outputs"]["regex"], R"([A-Z]{3}"\d)");
+  EXPECT_EQ(body["structured_outputs"]["regex"], R"([A-Z]{3}"\d)");  // vLLM
+  r.constraint->regex_field = RegexField::kTopLevel;  // SGLang
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["regex"], R"([A-Z]{3}"\d)");
+  EXPECT_FALSE(body.contains("structured_outputs"));
+  r.constraint->regex_field = RegexField::kResponseFormatValue;  // TGI
+  body = json::parse(EncodeRequestBody(r));
+  EXPECT_EQ(body["response_format"]["type"], "regex");
+  EXPECT_EQ(body["response_format"]["value"], R"([A-Z]{3}"\d)");
   r.constraint = OutputConstraint{OutputConstraint::Kind::kTool, R"({"type":"object","properties":{}})"};
   body = json::parse(EncodeRequestBody(r));
   EXPECT_EQ(body["tool_choice"], "required");
