@@ -10,7 +10,7 @@ std::string EncodeRequestBody(const GenerationRequest& request) {
   return IsOpenAiApi(request.api) ? EncodeOpenAiRequestBody(request) : EncodeNativeRequestBody(request);
 }
 
-StreamDecoder::StreamDecoder(Api api) : api_(api) {
+StreamDecoder::StreamDecoder(Api api) {
   BAKEOFF_CHECK(ApiStreams(api)) << ApiName(api) << " does not stream";
   if (!IsOpenAiApi(api)) native_.emplace(api);
 }

@@ -27,13 +27,11 @@ class StreamDecoder {
  public:
   // REQUIRES: ApiStreams(api).
   explicit StreamDecoder(Api api);
-  Api api() const { return api_; }
   Result<StreamChunk> Decode(std::string_view data);
   // Resets per-stream state before reusing the decoder.
   void Reset();
 
  private:
-  Api api_;
   OpenAiStreamDecoder openai_;
   std::optional<NativeStreamDecoder> native_;
 };

@@ -72,16 +72,6 @@ bool IsOpenAiApi(Api api) { return api == Api::kChat || api == Api::kCompletions
 
 bool ApiGenerates(Api api) { return api != Api::kEmbeddings && api != Api::kRerank; }
 
-const char* ConstraintName(OutputConstraint::Kind kind) {
-  switch (kind) {
-    case OutputConstraint::Kind::kJsonSchema: return "json_schema";
-    case OutputConstraint::Kind::kChoice: return "choice";
-    case OutputConstraint::Kind::kRegex: return "regex";
-    case OutputConstraint::Kind::kTool: return "tool";
-  }
-  return "?";
-}
-
 bool ApiTakesMessages(Api api) { return api == Api::kChat || api == Api::kOllamaChat; }
 
 bool ApiStreams(Api api) { return api != Api::kKserveInfer && ApiGenerates(api); }

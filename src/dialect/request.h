@@ -80,8 +80,6 @@ struct OutputConstraint {
   std::string spec;
   RegexField regex_field = RegexField::kStructuredOutputs;  // kRegex: the engine's field (its adapter's)
 };
-// "json_schema", "choice", "regex", "tool".
-const char* ConstraintName(OutputConstraint::Kind kind);
 
 struct GenerationRequest {
   Api api = Api::kChat;
