@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-// The settings that decide what a run's figures mean: two runs that differ in any measured
+// The settings that decide what a run's figures mean: two runs that differ in any of them measured
 // different loads (the URL, the engine and its version are what a comparison is for).
 constexpr const char* kLoadSettings[] = {
     "api",        "stream",     "prompt_tokens", "output_tokens", "ignore_eos", "rates",
