@@ -52,7 +52,8 @@ dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const Promp
   dialect::GenerationRequest request = run.target.request;
   const std::uint64_t seed = RequestSeed(run.seed, SeedStep(run, step), id);
   const std::uint32_t words = PromptWords(run.shape.prompt_tokens, run.target.prompt_sizing);
-  request.prompt = prompts.Build(words, seed);
+  // An embeddings request sends only its texts; every other request (a rerank's query) its prompt.
+  if (request.api != dialect::Api::kEmbeddings) request.prompt = prompts.Build(words, seed);
   if (!dialect::ApiGenerates(request.api)) {
     // Each text of a batch (rerank: each document, the prompt being the query) has its own seed.
     for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, run.shape.batch); ++i) {
