@@ -7,7 +7,12 @@ SHELL := /bin/bash
 DEBIAN_PACKAGES := g++ cmake ninja-build ccache pkg-config clang libclang-rt-14-dev \
   libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev \
-  zlib1g-dev libzstd-dev gzip zstd
+  zlib1g-dev libzstd-dev gzip zstd chromium
+
+# Node.js and npm (Debian's, when the machine has no Node.js of its own: a Node.js from elsewhere
+# brings its own npm, which Debian's npm package would conflict with). npm installs the report's
+# charting library and the browser driver of its tests from package-lock.json into node_modules/.
+NODE_PACKAGES := nodejs npm
 
 # Only `make bench` needs these (docs/DEPENDENCIES.md): jq reads summary.json, time measures the
 # client's CPU time and peak memory. nginx (optional: its figure is skipped when it cannot be
@@ -29,6 +34,14 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install packages" >&2; exit 1; fi; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install $(NODE_PACKAGES)" >&2; exit 1; fi; \
+	  echo "make deps: installing $(NODE_PACKAGES)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES); \
+	fi
+	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  echo "make deps: npm ci (package-lock.json)"; npm ci --no-audit --no-fund --loglevel=error; \
 	fi
 
 build: deps

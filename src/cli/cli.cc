@@ -36,6 +36,7 @@ int Main(int argc, char** argv) {
   AddCatalogCommand(app, &exit_code);
   AddRunCommand(app, &exit_code);
   AddCompareCommand(app, &exit_code);
+  AddReportCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

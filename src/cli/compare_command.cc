@@ -2,8 +2,8 @@
 //
 // Owns: `bakeoff compare OLD NEW [--tolerance 5%] [--allow-different] [--gate-throughput]
 // [--out DIR] [--json]`: two bench or simulate result folders compared (report/compare.h); the
-// table on stdout (or compare.json's content with --json), compare.json written into --out
-// (default: NEW). Exit codes: 0 no regression; 4 regressed (some gated metric is worse), so a CI
+// table on stdout (or compare.json's content with --json), compare.json and compare.html (both runs'
+// latency curves overlaid) written into --out (default: NEW). Exit codes: 0 no regression; 4 regressed (some gated metric is worse), so a CI
 // pipeline can gate an upgrade on it; 2 usage, or runs that measured different loads (without
 // --allow-different) or share no step; 1 a folder that cannot be read.
 #include <memory>
@@ -16,6 +16,7 @@
 #include "cli/load_flags.h"
 #include "core/file.h"
 #include "report/compare.h"
+#include "report/report_folder.h"
 
 namespace bakeoff::cli {
 namespace {
@@ -56,8 +57,10 @@ int RunCompareCommand(const CompareFlags& f) {
   if (Status written = WriteFileAtomically(out, document.dump(2) + "\n"); !written.ok()) {
     return fail(written.error().message, kExitFailure);
   }
+  Result<std::filesystem::path> page = report::WriteComparePage(comparison.value(), out.parent_path() / "compare.html");
+  if (!page.ok()) return fail(page.error().message, kExitFailure);
   fmt::print("{}", f.json ? document.dump(2) + "\n" : report::CompareTable(comparison.value()));
-  fmt::print(stderr, "bakeoff compare: {}\n", out.string());
+  fmt::print(stderr, "bakeoff compare: {}\nbakeoff compare: {}\n", out.string(), page->string());
   return comparison->Regressed() ? kExitRegressed : kExitOk;
 }
 

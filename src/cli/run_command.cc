@@ -16,6 +16,7 @@
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
 #include "core/file.h"
+#include "report/report_folder.h"
 #include "report/study_report.h"
 #include "study/runner.h"
 #include "target/launcher.h"
@@ -74,6 +75,9 @@ int RunStudyCommand(const RunFlags& flags) {
   fmt::print("\n{}\n", report::StudySummaryText(results.value()));
   fmt::print("bundle: {} (verdict.json, report.md, gate.json, manifest.json)\n", options.out_dir.string());
   if (!written.ok()) return fail(kExitFailure, written.error().message);
+  Result<std::filesystem::path> page = report::WriteStudyReport(options.out_dir);
+  if (!page.ok()) return fail(kExitFailure, "report.html: " + page.error().message);
+  fmt::print("report: {}\n", page->string());
   if (results->interrupted) return stop.ExitCode();
   if (results->budget_spent) fmt::print(stderr, "bakeoff run: the budget was spent; see \"skipped\" in report.md\n");
   return results->verdict.choice.empty() ? kExitDisqualified : kExitOk;

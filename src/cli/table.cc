@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "report/report_folder.h"
 #include "stats/sketch.h"
 
 namespace bakeoff::cli {
@@ -110,8 +111,19 @@ int ReportRun(const run::BenchOutcome& outcome, int interrupted_exit_code) {
   fmt::print("{}", FormatBenchTable(outcome));
   fmt::print("records: {}\nsummary: {}\n", outcome.records_path.string(), outcome.summary_path.string());
   if (!outcome.summary_error.empty()) fmt::print(stderr, "bakeoff: {}\n", outcome.summary_error);
+  // The page is drawn from the files just written, as `bakeoff report` would draw it later.
+  bool page_failed = false;
+  if (outcome.summary_error.empty()) {
+    Result<std::filesystem::path> page = report::WriteRunReport(outcome.summary_path.parent_path());
+    if (page.ok()) {
+      fmt::print("report: {}\n", page->string());
+    } else {
+      fmt::print(stderr, "bakeoff: report.html: {}\n", page.error().message);
+      page_failed = true;
+    }
+  }
   if (outcome.interrupted) return interrupted_exit_code;
-  if (!outcome.summary_error.empty()) return kExitFailure;
+  if (!outcome.summary_error.empty() || page_failed) return kExitFailure;
   std::uint64_t ok = 0;
   std::uint64_t measured = 0;
   for (const auto& step : outcome.steps) {

@@ -156,6 +156,20 @@ double QuantileSketch::ValueAtRank(std::uint64_t rank) const {
   return std::clamp(value, min_, max_);
 }
 
+std::vector<double> QuantileSketch::Quantiles(std::span<const double> qs) const {
+  std::vector<double> values;
+  if (count_ == 0) return values;
+  values.reserve(qs.size());
+  if (!folded_) {
+    std::vector<double> sorted = samples_;
+    std::sort(sorted.begin(), sorted.end());
+    for (double q : qs) values.push_back(NearestRank(sorted, q));
+  } else {
+    for (double q : qs) values.push_back(ValueAtRank(NearestRankIndex(count_, q)));
+  }
+  return values;
+}
+
 std::size_t QuantileSketch::HeapBytes() const {
   return samples_.capacity() * sizeof(double) +
          (positive_.counts.capacity() + negative_.counts.capacity()) * sizeof(std::uint64_t);

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "stats/quantile.h"
@@ -61,6 +62,11 @@ class QuantileSketch {
   // The summary figures (see the module comment for which are exact).
   // REQUIRES: 0 < coverage < 1.
   Summary Summarize(double coverage = 0.95) const;
+
+  // The nearest-rank value of each quantile in `qs` (0 <= q <= 1), with the same exactness as
+  // Summarize: observed samples under the cap, histogram midpoints within 1/256 past it. What a
+  // report's CDF curve is drawn from. Empty when the sketch is.
+  std::vector<double> Quantiles(std::span<const double> qs) const;
 
  private:
   // Counts of one sign's magnitudes, by bucket index (the top 12 + kSubBucketBits bits of the
