@@ -16,3 +16,4 @@ if [ "$status" -ne 0 ]; then
 fi
 echo
 echo "demo: the decision record is $out/report.md; the verdict $out/verdict.json"
+echo "demo: open the report in a browser (it works offline): $out/report.html"

@@ -309,3 +309,25 @@ TEST(QuantileSketchTest, MemoryStopsGrowingPastTheCap) {
 
 }  // namespace
 }  // namespace bakeoff::stats
+
+namespace bakeoff::stats {
+namespace {
+
+TEST(SketchQuantilesTest, ExactUnderTheCapAndWithinTheBoundPastIt) {
+  const std::vector<double> qs = {0, 0.5, 0.9, 0.99, 1};
+  QuantileSketch exact;
+  for (int i = 1000; i >= 1; --i) exact.Add(i);
+  EXPECT_EQ(exact.Quantiles(qs), (std::vector<double>{1, 500, 900, 990, 1000}));
+  QuantileSketch folded(/*exact_cap=*/100);
+  for (int i = 1; i <= 1000; ++i) folded.Add(i);
+  ASSERT_FALSE(folded.exact());
+  const std::vector<double> values = folded.Quantiles(qs);
+  const std::vector<double> truth = {1, 500, 900, 990, 1000};
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    EXPECT_NEAR(values[i], truth[i], truth[i] * QuantileSketch::kMaxRelativeError) << "q=" << qs[i];
+  }
+  EXPECT_TRUE(QuantileSketch().Quantiles(qs).empty());
+}
+
+}  // namespace
+}  // namespace bakeoff::stats
