@@ -6,6 +6,9 @@
 #include "report/html_page.h"
 #include "report/run_data.h"
 #include "report/study_data.h"
+#include "report/study_report.h"
+#include "core/file.h"
+#include "study/bundle_reader.h"
 
 namespace bakeoff::report {
 
@@ -53,14 +56,23 @@ Result<std::vector<fs::path>> RenderResultsFolder(const fs::path& dir) {
   if (!fs::is_directory(dir)) {
     return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: not a folder", dir.string()));
   }
-  Result<fs::path> page = fs::exists(dir / "manifest.json") ? WriteStudyReport(dir)
-                          : fs::exists(dir / "summary.json") ? WriteRunReport(dir)
-                                                              : Result<fs::path>(MakeError(
-                                                                    ErrorCode::kInvalidInput,
-                                                                    fmt::format("{}: not a bakeoff results folder (no summary.json of "
-                                                                                "a bench or simulate run, no manifest.json of a "
-                                                                                "study bundle)",
-                                                                                dir.string())));
+  if (fs::exists(dir / "manifest.json")) {
+    // The decision record from the results model read back, as `bakeoff run` rendered it.
+    Result<study::StudyResults> results = study::ReadBundle(dir);
+    if (!results) return results.error();
+    const fs::path record = dir / "report.md";
+    if (Status written = WriteFileAtomically(record, StudyMarkdown(results.value())); !written) return written.error();
+    Result<fs::path> page = WriteStudyReport(dir);
+    if (!page) return page.error();
+    return std::vector<fs::path>{record, page.value()};
+  }
+  if (!fs::exists(dir / "summary.json")) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("{}: not a bakeoff results folder (no summary.json of a bench or simulate run, no "
+                                 "manifest.json of a study bundle)",
+                                 dir.string()));
+  }
+  Result<fs::path> page = WriteRunReport(dir);
   if (!page) return page.error();
   return std::vector<fs::path>{page.value()};
 }

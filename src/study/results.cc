@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace bakeoff::study {
 
 NLOHMANN_JSON_SERIALIZE_ENUM(Phase, {{Phase::kProbes, "probes"},
@@ -103,5 +105,39 @@ nlohmann::json ToJson(const CapacitySummary& c) { return c; }
 CapacitySummary CapacitySummaryFromJson(const nlohmann::json& j) { return j.get<CapacitySummary>(); }
 nlohmann::json ToJson(const GateCell& c) { return c; }
 GateCell GateCellFromJson(const nlohmann::json& j) { return j.get<GateCell>(); }
+
+GateTable GateTableFromJson(const nlohmann::json& j) {
+  GateTable table;
+  for (const nlohmann::json& row : j.at("candidates")) {
+    GateRow r;
+    r.candidate = row.at("candidate").get<std::string>();
+    r.catalog_entry = row.at("catalog_entry").get<std::string>();
+    r.cells = row.at("cells").get<std::vector<GateCell>>();
+    table.rows.push_back(std::move(r));
+  }
+  return table;
+}
+
+WorkloadFigures WorkloadFiguresOf(const workload::Fingerprint& fp, const Study& study) {
+  WorkloadFigures w;
+  const TrafficSpec& t = study.traffic;
+  w.synthesized = t.source != TrafficSource::kTrace;
+  const std::filesystem::path relative = study.file.empty() ? t.file : t.file.lexically_relative(study.file.parent_path());
+  constexpr const char* kKinds[] = {"trace", "fingerprint", "shape"};
+  w.source = fmt::format("{} {}{}", kKinds[static_cast<int>(t.source)], relative.string(),
+                         w.synthesized ? fmt::format(", synthesized with seed {}", t.seed) : "");
+  w.requests = fp.requests;
+  w.rate_per_s = fp.mean_rps;
+  w.prefix_reuse = fp.prefix_reuse.value_or(-1);
+  w.output_input_ratio = fp.output_input_ratio;
+  for (const workload::RateWindow& r : fp.rate_windows) {
+    if (r.window_s == 1) w.peak_to_mean_1s = r.peak_to_mean;
+  }
+  w.input_tokens_mean = fp.input.summary.mean;
+  w.output_tokens_mean = fp.output.summary.mean;
+  w.lengths_fixed = fp.input.summary.min == fp.input.summary.max && fp.output.summary.min == fp.output.summary.max;
+  for (const workload::ClassLabel& c : fp.classification) w.classification += (w.classification.empty() ? "" : ", ") + c.label;
+  return w;
+}
 
 }  // namespace bakeoff::study

@@ -23,6 +23,7 @@
 #include "analyze/step_analysis.h"
 #include "study/gate.h"
 #include "study/study.h"
+#include "workload/fingerprint.h"
 
 namespace bakeoff::study {
 
@@ -139,6 +140,11 @@ struct WorkloadFigures {
   std::string classification;
 };
 
+// The figures of the workload every candidate was given, from its fingerprint. `source` names the
+// study's traffic as the study names it (relative to the study file), so the record reads the same
+// wherever the study lives; traffic from a fingerprint or a shape is synthesized.
+WorkloadFigures WorkloadFiguresOf(const workload::Fingerprint& fp, const Study& study);
+
 // Every JSON pair below is exact: From(To(x)) == x for the fields listed.
 nlohmann::json ToJson(const StepFigures& f);
 StepFigures StepFiguresFromJson(const nlohmann::json& j);
@@ -150,6 +156,7 @@ nlohmann::json ToJson(const CapacitySummary& c);
 CapacitySummary CapacitySummaryFromJson(const nlohmann::json& j);
 nlohmann::json ToJson(const GateCell& c);
 GateCell GateCellFromJson(const nlohmann::json& j);
+GateTable GateTableFromJson(const nlohmann::json& j);  // gate.json read back (study/gate.h ToJson)
 
 CapacitySummary SummarizeCapacity(const analyze::CapacityResult& result,
                                   const std::vector<std::vector<StepFigures>>& trials_per_point);

@@ -140,24 +140,6 @@ class Halt {
   std::thread watcher_;
 };
 
-WorkloadFigures WorkloadFiguresOf(const workload::Fingerprint& fp, const workload::Trace& trace, bool synthesized) {
-  WorkloadFigures w;
-  w.source = trace.source;
-  w.requests = fp.requests;
-  w.rate_per_s = fp.mean_rps;
-  w.prefix_reuse = fp.prefix_reuse.value_or(-1);
-  w.output_input_ratio = fp.output_input_ratio;
-  for (const workload::RateWindow& r : fp.rate_windows) {
-    if (r.window_s == 1) w.peak_to_mean_1s = r.peak_to_mean;
-  }
-  w.input_tokens_mean = fp.input.summary.mean;
-  w.output_tokens_mean = fp.output.summary.mean;
-  w.lengths_fixed = fp.input.summary.min == fp.input.summary.max && fp.output.summary.min == fp.output.summary.max;
-  w.synthesized = synthesized;
-  for (const workload::ClassLabel& c : fp.classification) w.classification += (w.classification.empty() ? "" : ", ") + c.label;
-  return w;
-}
-
 // TTFT p99 of the shortest and longest quarter of prompts among a step's ok measured records.
 // Reads the records a line at a time: a long replay's file is never held whole.
 void HeadOfLine(const fs::path& records, StepFigures& f) {
@@ -360,14 +342,12 @@ class StudyRunner {
         Result<workload::Fingerprint> fp = workload::ParseFingerprintJson(text.value());
         if (!fp.ok()) return Invalid(fmt::format("{}: {}", t.file.string(), fp.error().message));
         trace = workload::SynthesizeFromFingerprint(fp.value(), synth);
-        synthesized_ = true;
         break;
       }
       case TrafficSource::kShape: {
         Result<workload::WorkloadShape> shape = workload::LoadWorkloadShape(t.file);
         if (!shape.ok()) return shape.error();
         trace = workload::SynthesizeFromShape(shape.value(), synth);
-        synthesized_ = true;
         break;
       }
     }
@@ -452,13 +432,7 @@ class StudyRunner {
     if (Status st = WriteFileAtomically(options_.out_dir / "fingerprint.json", workload::FingerprintJson(fp)); !st.ok()) {
       return st;
     }
-    results_.workload = WorkloadFiguresOf(fp, *trace_, synthesized_);
-    // Named as the study names it, so the record reads the same wherever the study lives.
-    const TrafficSpec& t = study_.traffic;
-    const fs::path relative = study_.file.empty() ? t.file : t.file.lexically_relative(study_.file.parent_path());
-    constexpr const char* kKinds[] = {"trace", "fingerprint", "shape"};
-    results_.workload.source = fmt::format("{} {}{}", kKinds[static_cast<int>(t.source)], relative.string(),
-                                           synthesized_ ? fmt::format(", synthesized with seed {}", t.seed) : "");
+    results_.workload = WorkloadFiguresOf(fp, study_);
     log_(fmt::format("workload: {} requests at {:.3g} req/s, prompts {:.0f} tokens and answers {:.0f} on average{}",
                      results_.workload.requests, results_.workload.rate_per_s, results_.workload.input_tokens_mean,
                      results_.workload.output_tokens_mean,
@@ -1000,7 +974,6 @@ class StudyRunner {
   std::vector<LintFinding> lint_;
   std::map<std::string, emulate::EnginePreset> presets_;
   std::shared_ptr<workload::Trace> trace_;
-  bool synthesized_ = false;
   bool resuming_ = false;
   std::string started_at_;
   std::map<std::size_t, std::unique_ptr<target::Candidate>> processes_;

@@ -572,4 +572,60 @@ nlohmann::json ToJson(const Verdict& v) {
           {"candidates", candidates}};
 }
 
+Verdict VerdictFromJson(const nlohmann::json& j) {
+  const auto number_or = [](const nlohmann::json& v, double absent) { return v.is_number() ? v.get<double>() : absent; };
+  const auto text_or_empty = [](const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : std::string(); };
+  Verdict v;
+  v.emulated = j.at("emulated").get<bool>();
+  v.simulated = j.at("simulated").get<bool>();
+  v.objective = j.at("objective").get<std::string>();
+  v.choice = text_or_empty(j.at("choice"));
+  v.rollback = text_or_empty(j.at("rollback"));
+  v.tied = j.at("tied").get<bool>();
+  for (const nlohmann::json& s : j.at("rationale")) {
+    v.rationale.push_back({s.at("text").get<std::string>(), s.at("pointers").get<std::vector<std::string>>()});
+  }
+  v.revisit = j.at("revisit_when").get<std::vector<std::string>>();
+  for (const nlohmann::json& m : j.at("mistakes")) {
+    v.mistakes.push_back({m.at("code").get<std::string>(), m.at("message").get<std::string>()});
+  }
+  for (const nlohmann::json& c : j.at("candidates")) {
+    CandidateVerdict cv;
+    cv.name = c.at("name").get<std::string>();
+    cv.findings = c.at("findings").get<std::vector<std::string>>();
+    const std::string status = c.at("status").get<std::string>();
+    for (CandidateStatus s : {CandidateStatus::kEliminated, CandidateStatus::kDisqualified, CandidateStatus::kFailed,
+                              CandidateStatus::kNotMeasured, CandidateStatus::kFailsSlo, CandidateStatus::kMeetsSlo}) {
+      if (CandidateStatusName(s) == status) cv.status = s;
+    }
+    cv.engine = c.at("engine").get<std::string>();
+    cv.version = c.at("version").get<std::string>();
+    cv.emulated = c.at("emulated").get<bool>();
+    cv.rank = c.at("rank").get<int>();
+    cv.has_objective = c.at("objective").is_number();
+    cv.objective = number_or(c.at("objective"), 0);
+    cv.objective_unit = c.at("objective_unit").get<std::string>();
+    cv.capacity_per_s = number_or(c.at("capacity_per_s"), -1);
+    cv.goodput_per_s = number_or(c.at("goodput_per_s"), -1);
+    cv.ttft_p99_ms = number_or(c.at("ttft_p99_ms"), -1);
+    cv.cost_per_million_tokens = number_or(c.at("cost_per_million_tokens"), -1);
+    cv.reasons = c.at("reasons").get<std::vector<std::string>>();
+    cv.risks = c.at("risks").get<std::vector<std::string>>();
+    for (const nlohmann::json& e : c.at("evidence")) {
+      EvidenceItem item;
+      item.clause = e.at("clause").get<std::string>();
+      const std::string cell = e.at("status").get<std::string>();
+      item.status = cell == "pass" ? CellStatus::kPass : cell == "fail" ? CellStatus::kFail : CellStatus::kUnknown;
+      item.observed = e.at("observed").get<double>();
+      item.threshold = e.at("threshold").get<double>();
+      item.unit = e.at("unit").get<std::string>();
+      item.text = e.at("text").get<std::string>();
+      item.pointer = e.at("pointer").get<std::string>();
+      cv.evidence.push_back(std::move(item));
+    }
+    v.candidates.push_back(std::move(cv));
+  }
+  return v;
+}
+
 }  // namespace bakeoff::study

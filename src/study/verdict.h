@@ -83,5 +83,8 @@ Verdict Decide(const Study& study, const WorkloadFigures& workload, const GateTa
                const std::vector<CandidateResult>& candidates);
 
 nlohmann::json ToJson(const Verdict& verdict);
+// The exact inverse of ToJson (verdict.json read back). Throws nlohmann::json::exception on a
+// document of another shape.
+Verdict VerdictFromJson(const nlohmann::json& j);
 
 }  // namespace bakeoff::study

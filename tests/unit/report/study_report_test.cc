@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/file.h"
+#include "study/bundle_reader.h"
 
 namespace bakeoff::report {
 namespace {
@@ -50,6 +51,12 @@ TEST(StudyReportTest, VerdictAndReportMatchTheirGoldenFilesAndSurviveAResume) {
   ExpectGolden(verdict, "verdict.json");
   ExpectGolden(StudyMarkdown(first.value()), "report.md");
   EXPECT_EQ(first->verdict.choice.empty(), false);
+  // `bakeoff report` reads the bundle back into the same model: the same decision record.
+  Result<study::StudyResults> read_back = study::ReadBundle(out);
+  ASSERT_TRUE(read_back.ok()) << read_back.error().message;
+  EXPECT_EQ(StudyMarkdown(read_back.value()), StudyMarkdown(first.value()));
+  EXPECT_EQ(study::ToJson(read_back->verdict).dump(), study::ToJson(first->verdict).dump());
+  EXPECT_EQ(study::ToJson(read_back->gate).dump(), study::ToJson(first->gate).dump());
 
   Result<study::StudyResults> again = study::RunStudy(s.value(), options, stop, quiet);
   ASSERT_TRUE(again.ok()) << again.error().message;
