@@ -50,6 +50,43 @@ TEST(CliTest, UnreachableServerFailsWithAClearMessage) {
   EXPECT_NE(f.output.find("cannot reach http://127.0.0.1:1"), std::string::npos) << f.output;
 }
 
+// A bench writes report.html beside summary.json; `bakeoff report` draws it again, also from a
+// records.jsonl cut by a killed run (and says so on the page); a folder that is no result is one
+// line and exit 2.
+TEST(CliTest, ReportPagesAreWrittenAndRenderedAgain) {
+  emulate::EmulatorConfig config;
+  config.port = 0;
+  auto server = emulate::EmulatorServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / ("bakeoff_report_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  const Finished bench = RunBakeoff({"bench", "--url", "http://127.0.0.1:" + std::to_string(server.value()->port()),
+                                     "--requests", "12", "--concurrency", "2", "--prompt-tokens", "64",
+                                     "--output-tokens", "4", "--metrics-interval", "0", "--out", out.string()});
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("report: " + (out / "report.html").string()), std::string::npos) << bench.output;
+  ASSERT_TRUE(std::filesystem::exists(out / "report.html"));
+
+  Result<std::string> records = ReadFile(out / "records.jsonl");
+  ASSERT_TRUE(records.ok());
+  std::ofstream(out / "records.jsonl", std::ios::trunc) << records->substr(0, records->size() - 40);
+  std::filesystem::remove(out / "report.html");
+  const Finished again = RunBakeoff({"report", out.string()});
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  Result<std::string> page = ReadFile(out / "report.html");
+  ASSERT_TRUE(page.ok());
+  EXPECT_NE(page->find("1 of 12 lines of records.jsonl could not be read (the first is line 12)"), std::string::npos);
+  EXPECT_NE(page->find("\"emulated\":true"), std::string::npos);
+
+  const Finished not_a_result = RunBakeoff({"report", out.parent_path().string() + "/bakeoff_no_such_folder"});
+  EXPECT_EQ(not_a_result.exit_code, 2) << not_a_result.output;
+  std::filesystem::create_directories(out / "empty");
+  const Finished empty = RunBakeoff({"report", (out / "empty").string()});
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("not a bakeoff results folder"), std::string::npos) << empty.output;
+  std::filesystem::remove_all(out);
+}
+
 // SIGTERM (what timeout, systemd and Kubernetes send) stops a run exactly as Ctrl-C does.
 class StopSignalTest : public ::testing::TestWithParam<int> {};
 

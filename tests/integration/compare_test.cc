@@ -58,6 +58,7 @@ TEST(CompareTimingTest, TheSameLoadTwiceIsNoRegressionAndASlowerPrefillIs) {
   const t::Finished regressed = t::RunBakeoff({"compare", first.string(), slower.string(), "--out", first.string()});
   EXPECT_EQ(regressed.exit_code, 4) << regressed.output;
   const json report = json::parse(std::ifstream(first / "compare.json"));
+  EXPECT_TRUE(std::filesystem::exists(first / "compare.html")) << "compare.html beside compare.json";
   EXPECT_TRUE(report["regressed"].get<bool>());
   bool ttft_worse = false;
   for (const json& change : report["changes"]) {
