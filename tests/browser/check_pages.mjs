@@ -108,6 +108,8 @@ for (const spec of pages) {
   const shot = path.join(outDir, `${name}.png`);
   await page.screenshot({path: shot, fullPage: true});
   await page.screenshot({path: path.join(outDir, `${name}-top.png`)});  // the first screen, for docs/
+  const grid = page.locator('.grid').first();
+  if (await grid.count()) await grid.screenshot({path: path.join(outDir, `${name}-charts.png`)});  // its first charts
   const verdict = problems.length ? 'FAIL' : 'ok';
   console.log(`${verdict} ${name}: ${state.charts.length} charts, drawn in ${drawnMs} ms, screenshot ${shot}`);
   for (const p of problems) console.log(`  ${p}`);

@@ -112,15 +112,16 @@
       ctx.setLineDash([4, 4]);
       ctx.fillStyle = '#5b6474';
       ctx.font = `${11 * devicePixelRatio}px sans-serif`;
-      for (const m of marks) {
+      marks.forEach((m, k) => {
         const px = u.valToPos(m.x, 'x', true);
-        if (!Number.isFinite(px)) continue;
+        if (!Number.isFinite(px)) return;
         ctx.beginPath();
         ctx.moveTo(px, u.bbox.top);
         ctx.lineTo(px, u.bbox.top + u.bbox.height);
         ctx.stroke();
-        ctx.fillText(m.label, px + 3, u.bbox.top + 12 * devicePixelRatio);
-      }
+        // Labels stacked, so marks at the same place (a tie) stay readable.
+        ctx.fillText(m.label, px + 3, u.bbox.top + (12 + 13 * (k % 4)) * devicePixelRatio);
+      });
       ctx.restore();
     }]}}] : [];
     const width = Math.max(420, (parent.clientWidth || 1180) / (parent.classList.contains('grid') ? 2 : 1) - 40);
