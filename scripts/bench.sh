@@ -18,7 +18,9 @@
 #   BAKEOFF_BENCH_REPEAT (runs of each throughput figure, median reported, default 3),
 #   BAKEOFF_BENCH_DOC (output, default docs/BENCHMARKS.md), BAKEOFF_BENCH_KEEP=1 (keep the work
 #   folder with every summary.json, records.jsonl and log),
-#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload, emulator, soak;
+#   BENCH_ONLY (sections to run, comma-separated, default all: micro, macro, workload, emulator,
+#   report (scripts/bench_report.sh: about 5 minutes and ~3 GB of disk under TMPDIR for its
+#   1,000,000-request run; BENCH_REPORT_REQUESTS sets the count), soak;
 #   macro also runs micro, whose figures its notes quote). A partial run writes a document with only
 #   those sections, so point BAKEOFF_BENCH_DOC elsewhere to try one section, e.g.
 #   BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
@@ -36,13 +38,13 @@ doc=${BAKEOFF_BENCH_DOC:-docs/BENCHMARKS.md}
 seconds=${BAKEOFF_BENCH_SECONDS:-8}
 repeat=${BAKEOFF_BENCH_REPEAT:-3}
 
-only=${BENCH_ONLY:-micro,macro,workload,emulator,soak}
+only=${BENCH_ONLY:-micro,macro,workload,emulator,report,soak}
 only=${only// /,}
 case ",$only," in *,macro,*) only="$only,micro" ;; esac
 for section in ${only//,/ }; do
   case $section in
-    micro | macro | workload | emulator | soak) ;;
-    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload, emulator, soak)" >&2; exit 2 ;;
+    micro | macro | workload | emulator | report | soak) ;;
+    *) echo "bench: BENCH_ONLY: unknown section '$section' (micro, macro, workload, emulator, report, soak)" >&2; exit 2 ;;
   esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -821,6 +823,15 @@ if want emulator; then
 fi
 
 # =================================================================================================
+# Report pages for a large run against a small one (scripts/bench_report.sh)
+# =================================================================================================
+if want report; then
+  log "report pages: a ${BENCH_REPORT_REQUESTS:-1000000}-request run against a 10,000-request one (scripts/bench_report.sh)"
+  "$(dirname "$0")/bench_report.sh" "$bakeoff" "$work/report.md" "$bakeoff_shown" ||
+    fail "report pages: a figure failed its checks (see its section)"
+fi
+
+# =================================================================================================
 # Client memory over a long open loop (scripts/bench_soak.sh)
 # =================================================================================================
 if want soak; then
@@ -931,6 +942,14 @@ mkdir -p "$(dirname "$doc")"
   if want emulator && [ -f "$work/emulator.md" ]; then
     sed "s|$work/bin/bakeoff|$bakeoff_shown|g" "$work/emulator.md"
     echo
+  fi
+  if want report && [ -f "$work/report.md" ]; then
+    cat "$work/report.md"
+    if [ -n "${BENCH_ONLY:-}" ]; then
+      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
+      echo "load average $machine_load_start at its start and $machine_load_end at its end."
+      echo
+    fi
   fi
   if want soak && [ -f "$work/soak.md" ]; then
     cat "$work/soak.md"

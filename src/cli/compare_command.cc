@@ -1,11 +1,12 @@
 // cli/compare_command.cc
 //
 // Owns: `bakeoff compare OLD NEW [--tolerance 5%] [--allow-different] [--gate-throughput]
-// [--out DIR] [--json]`: two bench or simulate result folders compared (report/compare.h); the
-// table on stdout (or compare.json's content with --json), compare.json and compare.html (both runs'
-// latency curves overlaid) written into --out (default: NEW). Exit codes: 0 no regression; 4 regressed (some gated metric is worse), so a CI
-// pipeline can gate an upgrade on it; 2 usage, or runs that measured different loads (without
-// --allow-different) or share no step; 1 a folder that cannot be read.
+// [--out DIR] [--json]`: two bench or simulate result folders, or two study bundles, compared
+// (report/compare.h); the table on stdout (or compare.json's content with --json), compare.json and
+// compare.html (both runs' latency curves overlaid) written into --out (default: NEW). Exit codes:
+// 0 no regression; 4 regressed (some gated metric is worse), so a CI pipeline can gate an upgrade
+// on it; 2 usage, or runs that measured different loads (without --allow-different) or share no
+// step; 1 a folder that cannot be read.
 #include <memory>
 #include <string>
 
@@ -70,11 +71,12 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* c = app.add_subcommand(
       "compare",
-      "Compare two bench or simulate results (an upgrade, a regression): per step and metric the change, its 95% "
-      "bounds and a verdict (better, worse, no detectable change).\n"
+      "Compare two bench or simulate results, or two study bundles (an upgrade, a regression): per step (per "
+      "candidate and phase for bundles) and metric the change, its 95% bounds and a verdict (better, worse, no "
+      "detectable change).\n"
       "Exit: 0 no regression, 4 regressed, 2 different loads or usage, 1 unreadable.");
-  c->add_option("old", flags->old_dir, "The earlier result folder")->required();
-  c->add_option("new", flags->new_dir, "The later result folder")->required();
+  c->add_option("old", flags->old_dir, "The earlier result folder or bundle")->required();
+  c->add_option("new", flags->new_dir, "The later result folder or bundle")->required();
   c->add_option("--tolerance", flags->tolerance, "Changes smaller than this are no change (e.g. 5%)")->capture_default_str();
   c->add_flag("--allow-different", flags->allow_different, "Compare runs whose load settings differ (listed first)");
   c->add_flag("--gate-throughput", flags->gate_throughput,

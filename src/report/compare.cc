@@ -1,7 +1,9 @@
 // report/compare.cc: two runs' figures side by side, with verdicts (contract in compare.h).
 #include "report/compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -41,6 +43,7 @@ constexpr MetricSpec kMetrics[] = {
     {"throughput", "output_tokens_per_s", nullptr, "output tok/s", false},
     {"throughput", "requests_per_s", nullptr, "requests/s", false},
     {"slo", "goodput_per_s", nullptr, "goodput/s", false},
+    {"capacity", "capacity_per_s", nullptr, "capacity req/s", false},
 };
 
 std::string Text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
@@ -127,12 +130,11 @@ bool Comparison::Regressed() const {
   return false;
 }
 
-Result<json> LoadRunSummary(const std::filesystem::path& dir) {
-  const std::filesystem::path file = dir / "summary.json";
+namespace {
+
+Result<json> ReadSummaryFile(const std::filesystem::path& file) {
   Result<std::string> text = ReadFile(file);
-  if (!text.ok()) {
-    return MakeError(text.error().code, fmt::format("{}: not a bakeoff result folder ({})", dir.string(), text.error().message));
-  }
+  if (!text.ok()) return text.error();
   json summary = json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
   if (summary.is_discarded() || !summary.is_object()) {
     return MakeError(ErrorCode::kInvalidInput, file.string() + ": not JSON (a run killed while writing it?)");
@@ -148,8 +150,94 @@ Result<json> LoadRunSummary(const std::filesystem::path& dir) {
   return summary;
 }
 
+// FNV-1a (64 bits) of a trace's requests, its header line left out (the header names where the
+// workload came from, which may differ for the same requests): enough to tell whether two bundles
+// replayed the same requests.
+std::string RequestsDigest(const std::filesystem::path& trace) {
+  Result<std::string> text = ReadFile(trace);
+  if (!text.ok()) return "unreadable";
+  std::string_view body = text.value();
+  if (body.find("\"format\":\"bakeoff-trace\"") < body.find('\n')) body.remove_prefix(std::min(body.size(), body.find('\n') + 1));
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+// A study bundle as one comparable run: every candidate's steps of the last finished round of each
+// load phase, labelled "CANDIDATE PHASE: STEP", and its capacity as a step of its own.
+Result<json> BundleAsRun(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  Result<std::string> manifest_text = ReadFile(dir / "manifest.json");
+  if (!manifest_text.ok()) return manifest_text.error();
+  const json manifest = json::parse(manifest_text.value(), nullptr, false);
+  if (!manifest.is_object() || manifest.value("tool", "") != "bakeoff") {
+    return MakeError(ErrorCode::kInvalidInput, (dir / "manifest.json").string() + ": not a bakeoff bundle's manifest");
+  }
+  if (manifest.value("schema_version", 0) != 1) {
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: bundle schema_version {} (this bakeoff reads 1)",
+                                                           (dir / "manifest.json").string(),
+                                                           manifest.value("schema_version", json()).dump()));
+  }
+  json run = {{"schema_version", run::kSummarySchemaVersion},
+              {"tool", {{"name", "bakeoff"}}},
+              {"bundle", true},
+              {"target", {{"emulated", manifest.value("emulated", false)}}},
+              {"config", {{"trace", "workload/trace.jsonl requests " + RequestsDigest(dir / "workload" / "trace.jsonl")},
+                          {"seed", manifest.value("seeds", json::object()).value("traffic", json())}}},
+              {"steps", json::array()},
+              {"fairness", {{"unequal_work", json::array()}}}};
+  for (const json& engine : manifest.value("engines", json::array())) {
+    const std::string name = engine.value("candidate", "");
+    const fs::path candidate = dir / "candidates" / name;
+    for (const char* phase : {"single", "sweep", "replay"}) {
+      fs::path last;
+      for (int round = 0; round < 1000 && fs::exists(candidate / fmt::format("{}-r{}", phase, round)); ++round) {
+        if (fs::exists(candidate / fmt::format("{}-r{}", phase, round) / "result.json")) {
+          last = candidate / fmt::format("{}-r{}", phase, round);
+        }
+      }
+      if (last.empty()) continue;
+      Result<json> summary = ReadSummaryFile(last / "summary.json");
+      if (!summary.ok()) return summary.error();
+      // The SLO is a setting: two bundles judged against different ones measured different things.
+      if (!run["config"].contains("slo")) run["config"]["slo"] = summary->value("config", json::object()).value("slo", json());
+      for (json step : summary->at("steps")) {
+        step["label"] = fmt::format("{} {}: {}", name, phase, step.value("label", ""));
+        run["steps"].push_back(std::move(step));
+      }
+      for (const json& line : summary->value("fairness", json::object()).value("unequal_work", json::array())) {
+        run["fairness"]["unequal_work"].push_back(fmt::format("{} {}: {}", name, phase, Text(line)));
+      }
+    }
+    Result<std::string> capacity = ReadFile(candidate / "capacity" / "result.json");
+    if (capacity.ok()) {
+      const json c = json::parse(capacity.value(), nullptr, false);
+      if (c.is_object() && c.value("capacity_per_s", -1.0) >= 0) {
+        run["steps"].push_back({{"label", name + " capacity"}, {"capacity", {{"capacity_per_s", c["capacity_per_s"]}}}});
+      }
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+Result<json> LoadRunSummary(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "manifest.json")) return BundleAsRun(dir);
+  if (!std::filesystem::exists(dir / "summary.json")) {
+    return MakeError(ErrorCode::kIo, fmt::format("{}: not a bakeoff result folder (no summary.json of a run, no "
+                                                 "manifest.json of a study bundle)",
+                                                 dir.string()));
+  }
+  return ReadSummaryFile(dir / "summary.json");
+}
+
 Result<Comparison> CompareRuns(const json& old_summary, const json& new_summary, const CompareOptions& options) {
   Comparison out;
+  if (old_summary.value("bundle", false) != new_summary.value("bundle", false)) {
+    return MakeError(ErrorCode::kInvalidInput, "one is a study bundle and the other a bench or simulate run: compare "
+                                               "two bundles or two runs");
+  }
   out.tolerance = options.tolerance;
   const json& old_config = old_summary.value("config", json::object());
   const json& new_config = new_summary.value("config", json::object());
@@ -227,9 +315,11 @@ std::string CompareTable(const Comparison& c) {
   for (const std::string& d : c.differences) out += "settings differ: " + d + "\n";
   for (const std::string& u : c.unequal_work) out += "unequal work: " + u + "\n";
   for (const std::string& s : c.unmatched_steps) out += "not compared: " + s + "\n";
-  out += fmt::format("{:<24} {:<14} {:>12} {:>12} {:>8}  {}\n", "step", "metric", "old", "new", "change", "verdict");
+  std::size_t width = 24;  // as wide as the longest step label (a bundle's are "CANDIDATE PHASE: STEP")
+  for (const MetricChange& m : c.changes) width = std::max(width, m.step.size());
+  out += fmt::format("{:<{}} {:<14} {:>12} {:>12} {:>8}  {}\n", "step", width, "metric", "old", "new", "change", "verdict");
   for (const MetricChange& m : c.changes) {
-    out += fmt::format("{:<24} {:<14} {:>12.2f} {:>12.2f} {:>+7.1f}%  {}{} ({})\n", m.step, m.metric, m.old_value,
+    out += fmt::format("{:<{}} {:<14} {:>12.2f} {:>12.2f} {:>+7.1f}%  {}{} ({})\n", m.step, width, m.metric, m.old_value,
                        m.new_value, 100 * m.relative, VerdictName(m.verdict), m.gates ? "" : " [not gated]", m.basis);
   }
   out += c.Regressed() ? "verdict: REGRESSED\n" : "verdict: no regression\n";

@@ -1,7 +1,7 @@
 // report/compare.h
 //
-// Owns: comparing two bench or simulate results (their summary.json) for upgrades and
-// regressions: whether the two runs measured the same load (the settings that decide the figures;
+// Owns: comparing two bench or simulate results (their summary.json), or two study bundles (each
+// read as one run: every candidate's phase steps and its capacity), for upgrades and regressions: whether the two runs measured the same load (the settings that decide the figures;
 // which differ, listed), which steps match (by label), and per step and metric the change with the
 // 95% order-statistic bounds both runs already hold, and a verdict against a tolerance the user
 // sets: worse, better, or no detectable change. A latency percentile is worse only when the new
@@ -61,8 +61,9 @@ struct CompareOptions {
   bool gate_throughput = false;  // let throughput (no bounds) decide "regressed" too
 };
 
-// DIR/summary.json. Errors: no such file or not JSON (kIo / kInvalidInput naming the file), not a
-// bakeoff result, or a schema version this build does not read (kInvalidInput, with both versions).
+// DIR/summary.json, or a study bundle as one run (docs/formats/compare.md, "Two study bundles").
+// Errors: no such file or not JSON (kIo / kInvalidInput naming the file), not a bakeoff result, or
+// a schema version this build does not read (kInvalidInput, with both versions).
 Result<nlohmann::json> LoadRunSummary(const std::filesystem::path& dir);
 
 // kInvalidInput when the settings differ (the message lists them) unless allow_different, or

@@ -39,13 +39,21 @@ Result<fs::path> WriteStudyReport(const fs::path& bundle) {
 Result<fs::path> WriteComparePage(const Comparison& comparison, const fs::path& file) {
   nlohmann::json data = {{"kind", "compare"}, {"comparison", ToJson(comparison)}, {"notes", nlohmann::json::array()}};
   for (const auto& [key, dir] : {std::pair{"old_run", comparison.old_dir}, std::pair{"new_run", comparison.new_dir}}) {
-    Result<nlohmann::json> run = ReadRunData(dir);
+    // A run's curves per step; a bundle's per candidate, from its workload replay.
+    Result<nlohmann::json> run = fs::exists(dir / "manifest.json") ? ReadStudyData(dir) : ReadRunData(dir);
     if (!run) {
       data["notes"].push_back(run.error().message);
       continue;
     }
+    nlohmann::json curves = run->value("curves", nlohmann::json::object());
+    for (const nlohmann::json& c : run->value("candidates", nlohmann::json::array())) {
+      if (!c.contains("replay")) continue;
+      for (const auto& [metric, values] : c["replay"].items()) {
+        curves[metric].push_back({{"step", c.value("name", "") + " replay"}, {"values", values}});
+      }
+    }
     data[key] = {{"emulated", run->at("emulated")}, {"simulated", run->at("simulated")},
-                 {"curve_nines", run->at("curve_nines")}, {"curves", run->at("curves")}};
+                 {"curve_nines", run->at("curve_nines")}, {"curves", curves}};
     for (const nlohmann::json& note : run->at("notes")) data["notes"].push_back(fmt::format("{}: {}", dir.string(), note.get<std::string>()));
   }
   if (Status written = WriteHtmlPage(file, "bakeoff compare", data); !written) return written.error();
