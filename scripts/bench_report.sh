@@ -16,7 +16,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bakeoff-bench-report.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 status=0
 rows=() notes=()
-commas() { printf "%'d" "$1" 2>/dev/null || echo "$1"; }
+commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
 # One run of n requests: simulate it, draw its page again, open the page in Chromium.
 measure() {
