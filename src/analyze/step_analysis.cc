@@ -1,5 +1,6 @@
 #include "analyze/step_analysis.h"
 
+#include <cmath>
 #include <limits>
 
 #include "core/check.h"
@@ -18,6 +19,13 @@ const stats::QuantileEstimate& SummaryQuantile(const stats::Summary& s, double q
 }
 
 }  // namespace
+
+std::vector<double> LatencyCurveNines() {
+  constexpr int kPoints = 161;
+  std::vector<double> nines;
+  for (int i = 0; i < kPoints; ++i) nines.push_back(4.0 * i / (kPoints - 1));
+  return nines;
+}
 
 StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   const measure::StepRecorder& recorder = step.recorder;
@@ -64,6 +72,12 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
     a.slo_attainment = static_cast<double>(c.good) / static_cast<double>(a.measured_requests);
   }
   a.ttft_ms = k.ttft_ms.Summarize();
+  std::vector<double> quantiles;
+  for (double x : LatencyCurveNines()) quantiles.push_back(1 - std::pow(10.0, -x));
+  for (const auto& [name, sketch] : {std::pair<const char*, const stats::QuantileSketch*>{"ttft_ms", &k.ttft_ms},
+                                     {"tpot_ms", &k.tpot_ms}, {"itl_token_ms", &k.itl_token_ms}, {"e2e_ms", &k.e2e_ms}}) {
+    a.latency_curves[name] = sketch->Quantiles(quantiles);
+  }
   a.ttft_answer_ms = k.ttft_answer_ms.Summarize();
   a.itl_event_ms = k.itl_event_ms.Summarize();
   a.itl_token_ms = k.itl_token_ms.Summarize();
@@ -188,6 +202,8 @@ nlohmann::json ToJson(const StepAnalysis& a) {
                   {"response_time_ms", ToJson(a.response_ms)},
                   {"send_lag_ms", ToJson(a.send_lag_ms)},
                   {"event_loop_lag_ms", ToJson(a.loop_lag_ms)}};
+  j["latency_curves"] = a.latency_curves;
+  j["latency_curves"]["nines"] = LatencyCurveNines();
   j["tokens"] = {{"output", ToJson(a.output_tokens)}, {"prompt", ToJson(a.prompt_tokens)}};
   if (std::optional<double> deviation = a.PromptDeviation()) {
     j["tokens"]["prompt_length"] = {{"planned_mean", *a.prompt_planned_mean},

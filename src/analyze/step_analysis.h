@@ -28,6 +28,10 @@
 
 namespace bakeoff::analyze {
 
+// The quantiles the latency curves are read at, as "nines" x = -log10(1 - q) from 0 to 4 (q from 0
+// to 99.99%) in 161 even steps, so the tail has as many points as the body.
+std::vector<double> LatencyCurveNines();
+
 // Thresholds past which the client, not the server, may have shaped the numbers.
 inline constexpr double kGeneratorLimitedSendLagP99Ms = 5.0;
 inline constexpr double kGeneratorLimitedLoopLagP99Ms = 5.0;
@@ -71,6 +75,11 @@ struct StepAnalysis {
   double busiest_worker_cpu = 0;  // share of one core used by the busiest client thread
   stats::Summary output_tokens;
   stats::Summary prompt_tokens;   // server-reported when available
+  // The latency distributions as curves a report draws: for each of ttft_ms, tpot_ms,
+  // itl_token_ms and e2e_ms, the nearest-rank value at each quantile of LatencyCurveNines()
+  // (empty when the figure has no sample). From every measured request, with the summaries'
+  // exactness, whatever records.jsonl keeps.
+  std::map<std::string, std::vector<double>> latency_curves;
 
   double request_rate_per_s = 0;        // ok requests / duration
   double offered_rate_per_s = 0;        // measured requests sent / duration

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <memory>
 
 #include "run/simulate.h"
@@ -25,7 +26,32 @@ struct SimulateFlags {
   std::string router = "round-robin";
   std::int64_t affinity_tokens = 256;
   std::int64_t max_waiting = 0;
+  std::string keep = "auto";
 };
+
+// --keep auto|all|records|sample[:N]|summary (run/simulate.h RecordsKept).
+Result<run::RecordsKept> ParseKeep(const std::string& text) {
+  run::RecordsKept keep;
+  using Mode = run::RecordsKept::Mode;
+  const std::size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  if (name == "auto") keep.mode = Mode::kAuto;
+  else if (name == "all") keep.mode = Mode::kAll;
+  else if (name == "records") keep.mode = Mode::kNoTokens;
+  else if (name == "sample") keep.mode = Mode::kSample;
+  else if (name == "summary") keep.mode = Mode::kNone;
+  else return MakeError(ErrorCode::kInvalidInput, "--keep: '" + text + "' (expected auto, all, records, sample[:N] or summary)");
+  if (colon != std::string::npos) {
+    const std::string count = text.substr(colon + 1);
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+    if (keep.mode != Mode::kSample || ec != std::errc() || end != count.data() + count.size() || n == 0) {
+      return MakeError(ErrorCode::kInvalidInput, "--keep: '" + text + "' (sample:N takes a positive count of requests per step)");
+    }
+    keep.sample_size = n;
+  }
+  return keep;
+}
 
 Result<run::SimulateConfig> BuildConfig(const SimulateFlags& f) {
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
@@ -64,10 +90,13 @@ Result<run::SimulateConfig> BuildConfig(const SimulateFlags& f) {
   config.sim.affinity_tokens = f.affinity_tokens;
   if (f.max_waiting < 0) return usage("--max-waiting: must be 0 (no limit) or more");
   config.sim.max_waiting = f.max_waiting;
+  Result<run::RecordsKept> keep = ParseKeep(f.keep);
+  if (!keep.ok()) return keep.error();
+  config.keep = keep.value();
 
   config.flags = LoadFlagsJson(f.load, setup.value());
   config.flags.update({{"preset", f.preset}, {"replicas", f.replicas}, {"router", f.router},
-                       {"affinity_tokens", f.affinity_tokens}, {"max_waiting", f.max_waiting},
+                       {"affinity_tokens", f.affinity_tokens}, {"max_waiting", f.max_waiting}, {"keep", f.keep},
                        {"engine", emulate::RenderEnginePreset(preset.value())}});
   return config;
 }
@@ -107,6 +136,11 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--max-waiting", flags->max_waiting,
                 "Requests a replica queues before answering 503 (0 = no limit)")
+      ->capture_default_str();
+  c->add_option("--keep", flags->keep,
+                "What records.jsonl keeps: all (with token instants), records (without them), sample[:N] (about N "
+                "requests per step, default 20000), summary (no records.jsonl), or auto (all up to 100,000 requests "
+                "per step, else sample). summary.json's figures always come from every request")
       ->capture_default_str();
   c->callback([flags, exit_code] { *exit_code = RunSimulateCommand(*flags); });
 }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "analyze/step_analysis.h"
 #include "core/file.h"
 #include "stats/sketch.h"
 
@@ -21,7 +22,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr int kCurvePoints = 161;  // x = 0, 0.025, ..., 4 nines
 constexpr const char* kCurveMetrics[] = {"ttft_ms", "tpot_ms", "itl_token_ms", "e2e_ms"};
 constexpr std::int64_t kAbsent = -1;
 
@@ -250,12 +250,6 @@ json WorkloadSeries(const std::vector<double>& arrival_s, std::vector<std::int64
           {"output_tokens", Histogram(std::move(output_tokens), options.histogram_bins)}};
 }
 
-std::vector<double> CurveNines() {
-  std::vector<double> nines;
-  for (int i = 0; i < kCurvePoints; ++i) nines.push_back(4.0 * i / (kCurvePoints - 1));
-  return nines;
-}
-
 Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
   const fs::path summary_file = dir / "summary.json";
   Result<std::string> text = ReadFile(summary_file);
@@ -287,11 +281,20 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
   json timeline = json::array();
   std::uint64_t lines = 0, unreadable = 0, other_steps = 0;
   std::int64_t first_unreadable = 0;
-  const std::string records_name = summary.value("records_file", "records.jsonl");
-  const fs::path records_file = dir / (records_name.empty() ? "records.jsonl" : records_name);
+  // records.jsonl may hold every request, a sample (simulate --keep), or be absent by choice.
+  const json records_name = summary.value("records_file", json("records.jsonl"));
+  const bool records_kept = records_name.is_string() && !records_name.get<std::string>().empty();
+  const fs::path records_file = dir / (records_kept ? records_name.get<std::string>() : std::string("records.jsonl"));
+  std::vector<std::uint64_t> record_stride(steps, 1);
+  for (const json& k : summary.value("records_kept", json::object()).value("steps", json::array())) {
+    const std::uint64_t s = k.value("step", std::uint64_t{0});
+    if (s < steps) record_stride[s] = std::max<std::uint64_t>(1, k.value("every", std::uint64_t{1}));
+  }
+  const bool sampled = std::any_of(record_stride.begin(), record_stride.end(), [](std::uint64_t k) { return k > 1; });
   std::vector<std::int64_t> step_offset_ns(steps + 1, 0);  // where each step starts on the run's timeline
   {
-    std::ifstream in(records_file);
+    std::ifstream in;
+    if (records_kept) in.open(records_file);
     simdjson::dom::parser parser;
     std::string line;
     RecordView r;
@@ -319,7 +322,8 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
         a.max_finished = std::max(a.max_finished, r.finished);
         run_end_ns = std::max(run_end_ns, offset + r.finished);
       }
-      if (r.intended != kAbsent) arrivals.Add(Ms(offset + r.intended) / 1000, 1);
+      // A sampled record stands for `stride` requests in the arrival counts.
+      if (r.intended != kAbsent) arrivals.Add(Ms(offset + r.intended) / 1000, static_cast<double>(record_stride[r.step]));
       if (r.intended != kAbsent && r.start != kAbsent) send_lag.Add(Ms(offset + r.intended) / 1000, Ms(r.start - r.intended));
       if (r.step == timeline_step && r.id % stride == 0 &&
           timeline.size() < options.timeline_requests) {
@@ -345,24 +349,40 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
   }
   std::sort(timeline.begin(), timeline.end(), [](const json& a, const json& b) { return a["id"] < b["id"]; });
 
-  const std::vector<double> nines = CurveNines();
+  // The curves summary.json holds come from every measured request; records (perhaps a sample, or
+  // none) are read for them only when an older summary has none.
+  const std::vector<double> nines = analyze::LatencyCurveNines();
   std::vector<double> qs;
   for (double x : nines) qs.push_back(1 - std::pow(10.0, -x));
   json curves = json::object();
   for (const char* metric : kCurveMetrics) {
     json per_step = json::array();
     for (std::size_t s = 0; s < steps; ++s) {
-      const std::vector<double> values = acc[s].Of(metric).Quantiles(qs);
-      per_step.push_back({{"step", summary["steps"][s].value("label", "")},
-                          {"count", acc[s].Of(metric).count()},
-                          {"values", values}});
+      const json& step = summary["steps"][s];
+      const json& kept = step.value("latency_curves", json::object());
+      if (kept.contains(metric) && kept.value("nines", json()) == json(nines)) {
+        per_step.push_back({{"step", step.value("label", "")},
+                            {"count", step.value("latency", json::object()).value(metric, json::object()).value("count", 0)},
+                            {"values", kept[metric]}});
+      } else {
+        per_step.push_back({{"step", step.value("label", "")},
+                            {"count", acc[s].Of(metric).count()},
+                            {"values", acc[s].Of(metric).Quantiles(qs)}});
+      }
     }
     curves[metric] = std::move(per_step);
   }
 
   json notes = json::array();
-  if (!fs::exists(records_file)) {
+  if (!records_kept) {
+    notes.push_back("this run kept no records (simulate --keep summary): the table and the latency curves are drawn "
+                    "from summary.json; arrivals, lengths and request timelines need records");
+  } else if (!fs::exists(records_file)) {
     notes.push_back(fmt::format("{} is missing: only summary.json's figures are drawn", records_file.string()));
+  } else if (sampled) {
+    notes.push_back("records.jsonl keeps a sample of the requests (simulate --keep sample): the table and the latency "
+                    "curves come from every request; arrivals are scaled by the sampling stride, and the length "
+                    "histograms and request timelines are drawn from the sample");
   }
   if (unreadable > 0) {
     notes.push_back(fmt::format("{} of {} lines of {} could not be read (the first is line {}): a run cut while "

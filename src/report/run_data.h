@@ -1,10 +1,11 @@
 // report/run_data.h
 //
 // Owns: what a report draws of one bench or simulate run, read back from its results folder
-// (summary.json, records.jsonl, metrics.jsonl): per step the exact percentiles from summary.json,
-// and from the records downsampled series small enough for a page however long the run was:
-// latency quantile curves (TTFT, TPOT, ITL per token, E2E; each value the nearest-rank order
-// statistic, stats/sketch.h, at a fixed grid of quantiles), send lag over time, arrivals per
+// (summary.json, records.jsonl, metrics.jsonl): per step the percentiles and the latency quantile
+// curves from summary.json (TTFT, TPOT, ITL per token, E2E over every measured request, at the
+// grid of analyze::LatencyCurveNines; from the records for an older summary without them), and
+// from the records downsampled series small enough for a page however long the run was: send lag
+// over time, arrivals per
 // second, prompt and output length histograms, and a sample of requests' timelines (send lag,
 // waiting for the first token, decoding); from metrics.jsonl the engine's gauges over time with
 // the load steps marked. A records.jsonl cut by a killed run is read up to what is there; every
@@ -40,9 +41,5 @@ Result<nlohmann::json> ReadRunData(const std::filesystem::path& dir, const RunDa
 // (per-second rate over time), prompt_tokens and output_tokens (histograms)}.
 nlohmann::json WorkloadSeries(const std::vector<double>& arrival_s, std::vector<std::int64_t> prompt_tokens,
                               std::vector<std::int64_t> output_tokens, const RunDataOptions& options = {});
-
-// The quantile grid the latency curves are sampled at, as "nines" x = -log10(1 - q), 0 to 4
-// (q from 0 to 99.99%): evenly spaced in x, so the tail gets as many points as the body.
-std::vector<double> CurveNines();
 
 }  // namespace bakeoff::report

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/step_analysis.h"
 #include "core/file.h"
 #include "report/run_data.h"
 
@@ -181,7 +182,7 @@ Result<json> ReadStudyData(const fs::path& bundle) {
     }
     candidates.push_back(std::move(c));
   }
-  if (nines.empty()) nines = CurveNines();
+  if (nines.empty()) nines = analyze::LatencyCurveNines();
   return json{{"kind", "study"},
               {"emulated", verdict->value("emulated", false)},
               {"simulated", verdict->value("simulated", false)},

@@ -320,7 +320,7 @@ nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) 
 void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& outcome,
                   const JsonlRecordSink& sink) {
   summary["interrupted"] = outcome.interrupted;
-  summary["records_file"] = "records.jsonl";
+  if (!summary.contains("records_file")) summary["records_file"] = "records.jsonl";
   summary["records_write_failed"] = sink.failed();
   summary["steps"] = std::move(steps);
   // Server text (a metrics page's error, an engine's message) may hold any bytes.

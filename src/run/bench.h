@@ -106,8 +106,8 @@ class JsonlRecordSink final : public load::RecordSink {
 // The fields every summary.json starts with: schema_version, tool, seed, config.
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 
-// Completes `summary` with the fields every run ends with (interrupted, records_file,
-// records_write_failed, steps) and writes it atomically to outcome.summary_path. When it or some
+// Completes `summary` with the fields every run ends with (interrupted, records_file unless it
+// names one already, records_write_failed, steps) and writes it atomically to outcome.summary_path. When it or some
 // record could not be written, outcome.summary_error says so; the outcome is still returned, so
 // the figures reach the terminal.
 void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& outcome,

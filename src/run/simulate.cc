@@ -106,6 +106,7 @@ class StepSimulation {
       for (std::uint32_t i = 0; i < spec_.concurrency; ++i) SubmitClosedLoop();
     }
     result.planned = schedule.size();
+    stride_ = Stride(spec_.mode == load::LoopMode::kClosed ? spec_.limits.requests.value_or(0) : result.planned);
     std::size_t next = 0;
     auto source = [&]() -> std::optional<emulate::SimRequest> {
       if (next == schedule.size() || stop_.load(std::memory_order_relaxed)) return std::nullopt;
@@ -123,8 +124,26 @@ class StepSimulation {
   }
 
   const std::vector<emulate::ReplicaCounters>& counters() const { return counters_; }
+  // records.jsonl of this step: every stride-th request (0: none), how many were written.
+  std::uint64_t stride() const { return stride_; }
+  std::uint64_t kept() const { return kept_; }
 
  private:
+  // Which requests of a step of `planned` requests (0: not known ahead, a closed loop by duration)
+  // records.jsonl keeps: every stride-th, 0 for none.
+  std::uint64_t Stride(std::uint64_t planned) const {
+    const RecordsKept& keep = config_.keep;
+    const auto sampled = [&] { return std::max<std::uint64_t>(1, (planned + keep.sample_size - 1) / std::max<std::uint64_t>(1, keep.sample_size)); };
+    switch (keep.mode) {
+      case RecordsKept::Mode::kAll:
+      case RecordsKept::Mode::kNoTokens: return 1;
+      case RecordsKept::Mode::kNone: return 0;
+      case RecordsKept::Mode::kSample: return sampled();
+      case RecordsKept::Mode::kAuto: return planned > RecordsKept::kAutoAllUpTo ? sampled() : 1;
+    }
+    return 1;
+  }
+
   dialect::GenerationRequest Build(std::uint64_t id, load::History history) const {
     if (spec_.mode == load::LoopMode::kTrace) {
       return load::BuildTraceRequest(config_.run, *spec_.trace, prompts_, index_,
@@ -180,7 +199,16 @@ class StepSimulation {
   void OnResult(emulate::SimResult&& r, load::StepResult& result) {
     auto node = pending_.extract(r.id);
     measure::RequestRecord record = ToRecord(r, node.mapped(), index_);
-    sink_.Write(record, result.t0);
+    if (stride_ > 0 && record.id % stride_ == 0) {
+      ++kept_;
+      if (config_.keep.mode == RecordsKept::Mode::kNoTokens) {
+        measure::RequestRecord without_tokens = record;
+        without_tokens.token_events.clear();
+        sink_.Write(without_tokens, result.t0);
+      } else {
+        sink_.Write(record, result.t0);
+      }
+    }
     if (spec_.mode == load::LoopMode::kClosed) SubmitClosedLoop();
     if (spec_.mode == load::LoopMode::kTrace) ContinueSession(r, node.mapped());
     result.recorder.Add(record);
@@ -217,6 +245,8 @@ class StepSimulation {
   bool closed_done_ = false;
   std::uint64_t session_turns_skipped_ = 0;
   std::vector<emulate::ReplicaCounters> counters_;
+  std::uint64_t stride_ = 1;
+  std::uint64_t kept_ = 0;
 };
 
 nlohmann::json CountersJson(const std::vector<emulate::ReplicaCounters>& replicas) {
@@ -238,6 +268,17 @@ nlohmann::json CountersJson(const std::vector<emulate::ReplicaCounters>& replica
 }
 
 }  // namespace
+
+std::string_view RecordsKeptName(RecordsKept::Mode mode) {
+  switch (mode) {
+    case RecordsKept::Mode::kAuto: return "auto";
+    case RecordsKept::Mode::kAll: return "all";
+    case RecordsKept::Mode::kNoTokens: return "records";
+    case RecordsKept::Mode::kSample: return "sample";
+    case RecordsKept::Mode::kNone: return "summary";
+  }
+  return "?";
+}
 
 Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,
                                  const std::function<void(const std::string&)>& log) {
@@ -263,6 +304,7 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
       target::kCalibrationSampleWords /
       static_cast<double>(emulate::CountTokens(prompts.Build(target::kCalibrationSampleWords, 1)));
   nlohmann::json steps = nlohmann::json::array();
+  nlohmann::json kept = nlohmann::json::array();
   for (std::uint32_t s = 0; s < config.run.steps.size() && !stop.load(); ++s) {
     log(fmt::format("step {}/{}: {} on {} simulated replica(s)", s + 1, config.run.steps.size(),
                     config.run.steps[s].label, config.sim.replicas));
@@ -272,6 +314,7 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
     nlohmann::json step = analyze::ToJson(outcome.steps.back());
     step["simulator"] = {{"replicas", CountersJson(simulation.counters())}};
     steps.push_back(std::move(step));
+    kept.push_back({{"step", s}, {"every", simulation.stride()}, {"records", simulation.kept()}});
   }
   outcome.interrupted = stop.load();
 
@@ -288,6 +331,15 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
   summary["prompt_calibration"] = {{"checked", true},
                                    {"words_per_token", calibrated.run.target.prompt_sizing.words_per_token},
                                    {"by", "the emulated engine's tokenizer"}};
+  summary["records_kept"] = {{"mode", RecordsKeptName(config.keep.mode)},
+                             {"with_token_instants", config.keep.mode != RecordsKept::Mode::kNoTokens},
+                             {"steps", kept}};
+  if (config.keep.mode == RecordsKept::Mode::kNone) {
+    writer.value().reset();
+    std::filesystem::remove(outcome.records_path, ec);
+    outcome.records_path.clear();
+    summary["records_file"] = nullptr;
+  }
   WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;
 }

@@ -4,7 +4,8 @@
 // (open loop, closed loop, trace replay with sessions; the same prompts for the same seed, built
 // by load/request_builder.h), fed on a virtual clock to replicas of the emulated engine
 // (emulate/simulator.h), written as the same records.jsonl and summary.json as a real run, marked
-// emulated and simulated. Each step starts on fresh, idle replicas with empty caches.
+// emulated and simulated (records.jsonl keeps all, a sample or none of the requests: RecordsKept).
+// Each step starts on fresh, idle replicas with empty caches.
 // Does not own: flag parsing (cli/), the engine model (emulate/), figures (analyze/step_analysis.h).
 //
 // Determinism: records.jsonl and summary.json depend only on the configuration (no wall-clock
@@ -18,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +31,22 @@
 
 namespace bakeoff::run {
 
+// What records.jsonl keeps of a simulate run's requests. summary.json and every figure in it come
+// from every request whatever is kept; a fleet-sized run need not write gigabytes to say so.
+struct RecordsKept {
+  enum class Mode {
+    kAuto,      // kAll for a step of at most kAutoAllUpTo planned requests, else kSample
+    kAll,       // every request with its token instants
+    kNoTokens,  // every request, without the token instants (token_event_* fields)
+    kSample,    // every request whose id is a multiple of a step's stride (about sample_size per step)
+    kNone,      // no records.jsonl
+  };
+  static constexpr std::uint64_t kAutoAllUpTo = 100'000;
+  Mode mode = Mode::kAll;
+  std::uint64_t sample_size = 20'000;
+};
+std::string_view RecordsKeptName(RecordsKept::Mode mode);  // "auto", "all", "records", "sample", "summary"
+
 struct SimulateConfig {
   load::RunSpec run;  // steps, shape, seed, and the request template (api, ignore_eos, ...)
   emulate::SimConfig sim;
@@ -37,6 +55,7 @@ struct SimulateConfig {
   std::filesystem::path out_dir;
   nlohmann::json flags;  // the configuration as given, recorded in summary.json
   std::shared_ptr<const workload::Trace> trace;
+  RecordsKept keep;  // a study keeps every record (its replay's head-of-line figures read them)
 };
 
 Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,

@@ -127,3 +127,58 @@ INSTANTIATE_TEST_SUITE_P(SigintAndSigterm, StopSignalTest, ::testing::Values(SIG
 
 }  // namespace
 }  // namespace bakeoff
+
+namespace bakeoff {
+namespace {
+
+// simulate --keep: what records.jsonl keeps changes nothing in summary.json's figures (they come
+// from every request), and the report is drawn either way.
+TEST(CliTest, SimulateKeepsAllASampleOrNoRecordsWithTheSameFigures) {
+  const std::filesystem::path base = std::filesystem::temp_directory_path() / ("bakeoff_keep_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  const auto simulate = [&](const std::string& keep) {
+    const std::filesystem::path out = base / keep;
+    const Finished f = RunBakeoff({"simulate", "--requests", "600", "--rate", "20", "--prompt-tokens", "64",
+                                   "--output-tokens", "8", "--keep", keep, "--out", out.string()});
+    EXPECT_EQ(f.exit_code, 0) << f.output;
+    EXPECT_TRUE(std::filesystem::exists(out / "report.html")) << keep;
+    return out;
+  };
+  const auto lines = [](const std::filesystem::path& file) {
+    std::ifstream in(file);
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) ++n;
+    return n;
+  };
+  const auto figures = [](const std::filesystem::path& out) {
+    nlohmann::json s = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+    return std::make_pair(s["steps"][0]["latency"].dump(), s["steps"][0]["latency_curves"].dump());
+  };
+  const std::filesystem::path all = simulate("all");
+  const std::filesystem::path sample = simulate("sample:100");
+  const std::filesystem::path bare = simulate("records");
+  const std::filesystem::path none = simulate("summary");
+  EXPECT_EQ(lines(all / "records.jsonl"), 600u);
+  EXPECT_EQ(lines(sample / "records.jsonl"), 100u) << "every 6th of 600";
+  EXPECT_EQ(lines(bare / "records.jsonl"), 600u);
+  Result<std::string> bare_text = ReadFile(bare / "records.jsonl");
+  ASSERT_TRUE(bare_text.ok());
+  EXPECT_EQ(bare_text->find("token_event_ns\":[0"), std::string::npos) << "records without token instants";
+  EXPECT_FALSE(std::filesystem::exists(none / "records.jsonl"));
+  for (const auto& out : {sample, bare, none}) EXPECT_EQ(figures(out), figures(all)) << out;
+  const nlohmann::json kept = nlohmann::json::parse(std::ifstream(sample / "summary.json"))["records_kept"];
+  EXPECT_EQ(kept["steps"][0]["every"], 6);
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(none / "summary.json"))["records_file"].is_null());
+  Result<std::string> page = ReadFile(none / "report.html");
+  ASSERT_TRUE(page.ok());
+  EXPECT_NE(page->find("this run kept no records"), std::string::npos);
+
+  const Finished bad = RunBakeoff({"simulate", "--requests", "10", "--keep", "sample:0", "--out", (base / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--keep"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(base);
+}
+
+}  // namespace
+}  // namespace bakeoff

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "analyze/step_analysis.h"
 #include "report/html_page.h"
 #include "report/report_folder.h"
 
@@ -78,7 +79,7 @@ TEST_F(RunDataTest, CurvesAreTheRecordsOwnOrderStatistics) {
   ASSERT_TRUE(data.ok()) << data.error().message;
   const json& ttft = (*data)["curves"]["ttft_ms"];
   ASSERT_EQ(ttft.size(), 2u);
-  const std::vector<double> nines = CurveNines();
+  const std::vector<double> nines = analyze::LatencyCurveNines();
   ASSERT_EQ(ttft[0]["values"].size(), nines.size());
   EXPECT_NEAR(ttft[0]["values"].front().get<double>(), 1, 1e-6) << "q=0 is the smallest";
   EXPECT_NEAR(ttft[0]["values"].back().get<double>(), 100, 1e-6) << "q=99.99% of 100 is the largest";
@@ -94,6 +95,25 @@ TEST_F(RunDataTest, CurvesAreTheRecordsOwnOrderStatistics) {
   // Step 1 starts where step 0 ended on the run's timeline (its last finish: 990 + 100 + 40 ms).
   EXPECT_NEAR((*data)["step_starts_s"][1].get<double>(), 1.130, 1e-6);
   EXPECT_EQ((*data)["prompt_tokens"]["counts"].get<std::vector<int>>().size(), 7u) << "server-counted 100..106";
+}
+
+TEST_F(RunDataTest, TheSummarysCurvesComeFirstAndNeedNoRecords) {
+  WriteSummary(1);
+  Result<std::string> text = ReadFile(dir_ / "summary.json");
+  ASSERT_TRUE(text.ok());
+  json s = json::parse(*text);
+  const std::vector<double> nines = analyze::LatencyCurveNines();
+  s["steps"][0]["latency_curves"] = {{"nines", nines}, {"ttft_ms", std::vector<double>(nines.size(), 7.0)}};
+  s["steps"][0]["latency"]["ttft_ms"]["count"] = 1000;
+  s["records_file"] = nullptr;  // simulate --keep summary
+  ASSERT_TRUE(WriteFileAtomically(dir_ / "summary.json", s.dump()).ok());
+  Result<json> data = ReadRunData(dir_);
+  ASSERT_TRUE(data.ok()) << data.error().message;
+  EXPECT_EQ((*data)["curves"]["ttft_ms"][0]["values"][100], 7.0);
+  EXPECT_EQ((*data)["curves"]["ttft_ms"][0]["count"], 1000);
+  EXPECT_TRUE((*data)["curves"]["tpot_ms"][0]["values"].empty()) << "no curve in the summary, no records to read";
+  ASSERT_EQ((*data)["notes"].size(), 1u);
+  EXPECT_NE((*data)["notes"][0].get<std::string>().find("kept no records"), std::string::npos);
 }
 
 TEST_F(RunDataTest, ACutRecordsFileRendersWhatIsThereAndCountsTheRest) {
