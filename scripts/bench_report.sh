@@ -21,31 +21,36 @@ commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 # One run of n requests: simulate it, draw its page again, open the page in Chromium.
 measure() {
   local n=$1 dir=$work/run-$1
+  # --keep all: every record with its token instants, the most a report may have to read.
   local sim_cmd=("$bakeoff" simulate --preset continuous-paged --requests "$n" --prompt-tokens 500
-                 --output-tokens 200 --ignore-eos --rate 17.6 --out "$dir")
+                 --output-tokens 200 --ignore-eos --rate 17.6 --keep all --out "$dir")
   timeout 1200 "${sim_cmd[@]}" >"$work/sim-$n.log" 2>&1 || { echo "simulate of $n requests failed" >&2; return 1; }
   local records_mib
   records_mib=$(du -m "$dir/records.jsonl" | cut -f1)
-  /usr/bin/time -f '%e %U %S %M' -o "$work/time-$n" timeout 600 "$bakeoff" report "$dir" >/dev/null
+  /usr/bin/time -f '%e %U %S %M' -o "$work/time-$n" timeout 600 "$bakeoff" report "$dir" >/dev/null ||
+    { echo "bakeoff report of $n requests failed" >&2; return 1; }
   read -r wall user sys rss_kib <"$work/time-$n"
   local page_kib
   page_kib=$(( $(stat -c %s "$dir/report.html") / 1024 ))
-  local drawn
+  local drawn browser=passed
+  # This runs in $(...): a failure is reported in the output's last field, not in a variable.
   (cd "$src" && timeout 300 node tests/browser/check_pages.mjs "$work/shots" "$dir/report.html=run-$n") >"$work/browser-$n.log" 2>&1 ||
-    { echo "the page of $n requests failed its browser check: $(cat "$work/browser-$n.log")" >&2; status=1; }
+    { echo "the page of $n requests failed its browser check: $(cat "$work/browser-$n.log")" >&2; browser=failed; }
   drawn=$(grep -o 'drawn in [0-9]* ms' "$work/browser-$n.log" | grep -o '[0-9]*' || echo "?")
-  echo "$n $records_mib $wall $user $sys $rss_kib $page_kib $drawn"
+  echo "$n $records_mib $wall $user $sys $rss_kib $page_kib $drawn $browser"
 }
 
 small=$(measure 10000) || exit 1
 large=$(measure "$requests") || exit 1
-read -r s_n s_mib s_wall s_user s_sys s_rss s_page s_drawn <<<"$small"
-read -r l_n l_mib l_wall l_user l_sys l_rss l_page l_drawn <<<"$large"
+read -r s_n s_mib s_wall s_user s_sys s_rss s_page s_drawn s_browser <<<"$small"
+read -r l_n l_mib l_wall l_user l_sys l_rss l_page l_drawn l_browser <<<"$large"
+[ "$s_browser" = passed ] && [ "$l_browser" = passed ] || status=1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 size_status=met
 [ "$l_page" -le $((2 * s_page)) ] || { size_status="**FAILED**"; status=1; }
 draw_status=met
 [ "$l_drawn" != "?" ] && [ "$l_drawn" -lt 2000 ] || { draw_status="**short**"; }
+[ "$l_browser" = passed ] || draw_status="**FAILED** (the browser check)"
 
 {
   echo "## Report pages"
@@ -53,7 +58,7 @@ draw_status=met
   echo "\`bakeoff report\` drawing report.html again from a simulate run's folder, and the page opened in"
   echo "headless Chromium (Debian's, networking off, tests/browser/check_pages.mjs). The baseline is a"
   echo "10,000-request run in the same invocation. Runs: \`$shown simulate --preset continuous-paged"
-  echo "--requests N --prompt-tokens 500 --output-tokens 200 --ignore-eos --rate 17.6 --out DIR\`"
+  echo "--requests N --prompt-tokens 500 --output-tokens 200 --ignore-eos --rate 17.6 --keep all --out DIR\`"
   echo "(*emulated*, virtual clock), then \`$shown report DIR\`."
   echo
   echo "| figure | target | $(commas "$l_n") requests | baseline: $(commas "$s_n") requests | ratio | status |"

@@ -27,6 +27,12 @@ std::vector<double> LatencyCurveNines() {
   return nines;
 }
 
+std::vector<double> LatencyCurveQuantiles() {
+  std::vector<double> qs;
+  for (double x : LatencyCurveNines()) qs.push_back(1 - std::pow(10.0, -x));
+  return qs;
+}
+
 StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
   const measure::StepRecorder& recorder = step.recorder;
   BAKEOFF_CHECK(recorder.slo() == slo.RequestThresholds())
@@ -72,8 +78,7 @@ StepAnalysis AnalyzeStep(const load::StepResult& step, const Slo& slo) {
     a.slo_attainment = static_cast<double>(c.good) / static_cast<double>(a.measured_requests);
   }
   a.ttft_ms = k.ttft_ms.Summarize();
-  std::vector<double> quantiles;
-  for (double x : LatencyCurveNines()) quantiles.push_back(1 - std::pow(10.0, -x));
+  const std::vector<double> quantiles = LatencyCurveQuantiles();
   for (const auto& [name, sketch] : {std::pair<const char*, const stats::QuantileSketch*>{"ttft_ms", &k.ttft_ms},
                                      {"tpot_ms", &k.tpot_ms}, {"itl_token_ms", &k.itl_token_ms}, {"e2e_ms", &k.e2e_ms}}) {
     a.latency_curves[name] = sketch->Quantiles(quantiles);

@@ -31,6 +31,8 @@ namespace bakeoff::analyze {
 // The quantiles the latency curves are read at, as "nines" x = -log10(1 - q) from 0 to 4 (q from 0
 // to 99.99%) in 161 even steps, so the tail has as many points as the body.
 std::vector<double> LatencyCurveNines();
+// The same grid as quantiles: 1 - 10^-x for each x of LatencyCurveNines().
+std::vector<double> LatencyCurveQuantiles();
 
 // Thresholds past which the client, not the server, may have shaped the numbers.
 inline constexpr double kGeneratorLimitedSendLagP99Ms = 5.0;

@@ -109,7 +109,8 @@ std::string FormatBenchTable(const run::BenchOutcome& outcome) {
 
 int ReportRun(const run::BenchOutcome& outcome, int interrupted_exit_code) {
   fmt::print("{}", FormatBenchTable(outcome));
-  fmt::print("records: {}\nsummary: {}\n", outcome.records_path.string(), outcome.summary_path.string());
+  if (!outcome.records_path.empty()) fmt::print("records: {}\n", outcome.records_path.string());
+  fmt::print("summary: {}\n", outcome.summary_path.string());
   if (!outcome.summary_error.empty()) fmt::print(stderr, "bakeoff: {}\n", outcome.summary_error);
   // The page is drawn from the files just written, as `bakeoff report` would draw it later.
   bool page_failed = false;

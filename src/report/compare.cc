@@ -9,6 +9,7 @@
 
 #include "core/file.h"
 #include "run/bench.h"
+#include "study/bundle_reader.h"
 
 namespace bakeoff::report {
 namespace {
@@ -139,13 +140,12 @@ Result<json> ReadSummaryFile(const std::filesystem::path& file) {
   if (summary.is_discarded() || !summary.is_object()) {
     return MakeError(ErrorCode::kInvalidInput, file.string() + ": not JSON (a run killed while writing it?)");
   }
-  if (!summary.contains("tool") || summary["tool"].value("name", "") != "bakeoff" || !summary.contains("steps")) {
+  if (!summary["tool"].is_object() || summary["tool"]["name"] != "bakeoff" || !summary["steps"].is_array()) {
     return MakeError(ErrorCode::kInvalidInput, file.string() + ": not a bakeoff bench or simulate summary");
   }
-  const int version = summary.value("schema_version", 0);
-  if (version != run::kSummarySchemaVersion) {
+  if (summary["schema_version"] != run::kSummarySchemaVersion) {
     return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: schema_version {} (this bakeoff reads {})", file.string(),
-                                                           version, run::kSummarySchemaVersion));
+                                                           summary["schema_version"].dump(), run::kSummarySchemaVersion));
   }
   return summary;
 }
@@ -167,17 +167,9 @@ std::string RequestsDigest(const std::filesystem::path& trace) {
 // load phase, labelled "CANDIDATE PHASE: STEP", and its capacity as a step of its own.
 Result<json> BundleAsRun(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  Result<std::string> manifest_text = ReadFile(dir / "manifest.json");
-  if (!manifest_text.ok()) return manifest_text.error();
-  const json manifest = json::parse(manifest_text.value(), nullptr, false);
-  if (!manifest.is_object() || manifest.value("tool", "") != "bakeoff") {
-    return MakeError(ErrorCode::kInvalidInput, (dir / "manifest.json").string() + ": not a bakeoff bundle's manifest");
-  }
-  if (manifest.value("schema_version", 0) != 1) {
-    return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: bundle schema_version {} (this bakeoff reads 1)",
-                                                           (dir / "manifest.json").string(),
-                                                           manifest.value("schema_version", json()).dump()));
-  }
+  Result<json> manifest_read = study::ReadBundleManifest(dir);
+  if (!manifest_read.ok()) return manifest_read.error();
+  const json& manifest = manifest_read.value();
   json run = {{"schema_version", run::kSummarySchemaVersion},
               {"tool", {{"name", "bakeoff"}}},
               {"bundle", true},
@@ -190,12 +182,7 @@ Result<json> BundleAsRun(const std::filesystem::path& dir) {
     const std::string name = engine.value("candidate", "");
     const fs::path candidate = dir / "candidates" / name;
     for (const char* phase : {"single", "sweep", "replay"}) {
-      fs::path last;
-      for (int round = 0; round < 1000 && fs::exists(candidate / fmt::format("{}-r{}", phase, round)); ++round) {
-        if (fs::exists(candidate / fmt::format("{}-r{}", phase, round) / "result.json")) {
-          last = candidate / fmt::format("{}-r{}", phase, round);
-        }
-      }
+      const fs::path last = study::LastFinishedRound(candidate, phase);
       if (last.empty()) continue;
       Result<json> summary = ReadSummaryFile(last / "summary.json");
       if (!summary.ok()) return summary.error();
@@ -212,7 +199,7 @@ Result<json> BundleAsRun(const std::filesystem::path& dir) {
     Result<std::string> capacity = ReadFile(candidate / "capacity" / "result.json");
     if (capacity.ok()) {
       const json c = json::parse(capacity.value(), nullptr, false);
-      if (c.is_object() && c.value("capacity_per_s", -1.0) >= 0) {
+      if (c.is_object() && c["capacity_per_s"].is_number() && c["capacity_per_s"].get<double>() >= 0) {
         run["steps"].push_back({{"label", name + " capacity"}, {"capacity", {{"capacity_per_s", c["capacity_per_s"]}}}});
       }
     }
@@ -223,7 +210,14 @@ Result<json> BundleAsRun(const std::filesystem::path& dir) {
 }  // namespace
 
 Result<json> LoadRunSummary(const std::filesystem::path& dir) {
-  if (std::filesystem::exists(dir / "manifest.json")) return BundleAsRun(dir);
+  if (std::filesystem::exists(dir / "manifest.json")) {
+    try {
+      return BundleAsRun(dir);
+    } catch (const json::exception& e) {
+      return MakeError(ErrorCode::kInvalidInput,
+                       fmt::format("{}: a file of the bundle has a field of an unexpected type ({})", dir.string(), e.what()));
+    }
+  }
   if (!std::filesystem::exists(dir / "summary.json")) {
     return MakeError(ErrorCode::kIo, fmt::format("{}: not a bakeoff result folder (no summary.json of a run, no "
                                                  "manifest.json of a study bundle)",
@@ -232,7 +226,10 @@ Result<json> LoadRunSummary(const std::filesystem::path& dir) {
   return ReadSummaryFile(dir / "summary.json");
 }
 
-Result<Comparison> CompareRuns(const json& old_summary, const json& new_summary, const CompareOptions& options) {
+namespace {
+
+// CompareRuns' body; nlohmann throws on a field of an unexpected type.
+Result<Comparison> CompareRunsOrThrow(const json& old_summary, const json& new_summary, const CompareOptions& options) {
   Comparison out;
   if (old_summary.value("bundle", false) != new_summary.value("bundle", false)) {
     return MakeError(ErrorCode::kInvalidInput, "one is a study bundle and the other a bench or simulate run: compare "
@@ -280,6 +277,16 @@ Result<Comparison> CompareRuns(const json& old_summary, const json& new_summary,
   }
   if (matched == 0) return MakeError(ErrorCode::kInvalidInput, "the two runs have no step in common (steps match by label)");
   return out;
+}
+
+}  // namespace
+
+Result<Comparison> CompareRuns(const json& old_summary, const json& new_summary, const CompareOptions& options) {
+  try {
+    return CompareRunsOrThrow(old_summary, new_summary, options);
+  } catch (const json::exception& e) {
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("a summary has a field of an unexpected type ({})", e.what()));
+  }
 }
 
 json ToJson(const Comparison& c) {

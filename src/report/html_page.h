@@ -4,7 +4,7 @@
 // block), the page code that draws it (web/report.js, web/report.css) and the charting library
 // from npm (uPlot, embedded at build time: docs/DEPENDENCIES.md), so it opens offline from a
 // file:// URL. Its Content-Security-Policy allows no network request of any kind.
-// Does not own: what the data says (report/run_data.h, report/study_page.h, report/compare.h).
+// Does not own: what the data says (report/run_data.h, report/study_data.h, report/compare.h).
 //
 // Thread-safety: pure functions; WriteHtmlPage writes one file atomically.
 #pragma once

@@ -30,7 +30,8 @@ Result<fs::path> WriteStudyReport(const fs::path& bundle) {
   Result<nlohmann::json> data = ReadStudyData(bundle);
   if (!data) return data.error();
   const fs::path file = bundle / "report.html";
-  const std::string title = fmt::format("bakeoff study: {}{}", data->at("manifest").value("study", ""),
+  const nlohmann::json& study = data->at("manifest")["study"];
+  const std::string title = fmt::format("bakeoff study: {}{}", study.is_string() ? study.get<std::string>() : "",
                                         data->value("emulated", false) ? " (emulated)" : "");
   if (Status written = WriteHtmlPage(file, title, data.value()); !written) return written.error();
   return file;

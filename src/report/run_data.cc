@@ -41,6 +41,14 @@ std::int64_t Int(simdjson::dom::object& o, const char* key) {
   return o[key].get_int64().get(v) == simdjson::SUCCESS ? v : kAbsent;
 }
 
+// An instant or a count as the page uses it: a negative or absurd value (past 10^17 ns, three
+// years) is taken as absent, so no sum or difference of two can overflow.
+constexpr std::int64_t kLargest = 100'000'000'000'000'000;
+std::int64_t Bounded(simdjson::dom::object& o, const char* key) {
+  const std::int64_t v = Int(o, key);
+  return v >= 0 && v <= kLargest ? v : kAbsent;
+}
+
 bool Parse(simdjson::dom::parser& parser, const std::string& line, RecordView& r) {
   simdjson::dom::object o;
   if (parser.parse(line).get_object().get(o) != simdjson::SUCCESS) return false;
@@ -51,27 +59,27 @@ bool Parse(simdjson::dom::parser& parser, const std::string& line, RecordView& r
   r.outcome = std::string(text);
   r.ok = text == "ok";
   r.measured = o["phase"].get_string().get(text) == simdjson::SUCCESS && text == "measure";
-  r.intended = Int(o, "intended_send_ns");
-  r.start = Int(o, "send_start_ns");
-  r.first_token = Int(o, "first_token_ns");
-  r.last_token = Int(o, "last_token_ns");
-  r.finished = Int(o, "finished_ns");
-  r.output_tokens = std::max<std::int64_t>(0, Int(o, "output_tokens"));
-  r.prompt_tokens = Int(o, "usage_prompt_tokens");
-  if (r.prompt_tokens < 0) r.prompt_tokens = std::max<std::int64_t>(0, Int(o, "prompt_tokens_planned"));
+  r.intended = Bounded(o, "intended_send_ns");
+  r.start = Bounded(o, "send_start_ns");
+  r.first_token = Bounded(o, "first_token_ns");
+  r.last_token = Bounded(o, "last_token_ns");
+  r.finished = Bounded(o, "finished_ns");
+  r.output_tokens = std::max<std::int64_t>(0, Bounded(o, "output_tokens"));
+  r.prompt_tokens = Bounded(o, "usage_prompt_tokens");
+  if (r.prompt_tokens < 0) r.prompt_tokens = std::max<std::int64_t>(0, Bounded(o, "prompt_tokens_planned"));
   r.event_ns.clear();
   r.event_tokens.clear();
   simdjson::dom::array events;
   if (o["token_event_ns"].get_array().get(events) == simdjson::SUCCESS) {
     for (simdjson::dom::element e : events) {
       std::int64_t v = 0;
-      if (e.get_int64().get(v) == simdjson::SUCCESS) r.event_ns.push_back(v);
+      if (e.get_int64().get(v) == simdjson::SUCCESS && v >= 0 && v <= kLargest) r.event_ns.push_back(v);
     }
   }
   if (o["token_event_tokens"].get_array().get(events) == simdjson::SUCCESS) {
     for (simdjson::dom::element e : events) {
       std::int64_t v = 0;
-      if (e.get_int64().get(v) == simdjson::SUCCESS) r.event_tokens.push_back(v);
+      if (e.get_int64().get(v) == simdjson::SUCCESS && v >= 0 && v <= kLargest) r.event_tokens.push_back(v);
     }
   }
   return true;
@@ -79,33 +87,36 @@ bool Parse(simdjson::dom::parser& parser, const std::string& line, RecordView& r
 
 double Ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-// Counts per bin of a time series, re-binned (summed or maxed) while longer than `max_points`.
+// A time series in bins of bin_s seconds (counts add up, or the worst value is kept), whose bins
+// double in width whenever there would be more than max_points: its memory is bounded whatever
+// instants the records hold.
 struct Binned {
   double bin_s;
   bool keep_max;  // false: counts add up
+  std::size_t max_points;
   std::vector<double> values;
   void Add(double t_s, double v) {
     if (t_s < 0 || !std::isfinite(t_s)) return;
+    while (t_s / bin_s >= static_cast<double>(max_points)) Halve();
     const auto i = static_cast<std::size_t>(t_s / bin_s);
-    if (i >= 50'000'000) return;  // a bogus instant must not allocate the machine away
     if (i >= values.size()) values.resize(i + 1, 0);
     values[i] = keep_max ? std::max(values[i], v) : values[i] + v;
   }
-  json ToJson(std::size_t max_points) const {
-    double width = bin_s;
-    std::vector<double> v = values;
-    while (v.size() > max_points) {
-      std::vector<double> half((v.size() + 1) / 2, 0);
-      for (std::size_t i = 0; i < v.size(); ++i) half[i / 2] = keep_max ? std::max(half[i / 2], v[i]) : half[i / 2] + v[i];
-      v = std::move(half);
-      width *= 2;
+  void Halve() {
+    std::vector<double> half((values.size() + 1) / 2, 0);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      half[i / 2] = keep_max ? std::max(half[i / 2], values[i]) : half[i / 2] + values[i];
     }
+    values = std::move(half);
+    bin_s *= 2;
+  }
+  json ToJson() const {
     json t = json::array(), y = json::array();
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      t.push_back(static_cast<double>(i) * width);
-      y.push_back(keep_max ? v[i] : v[i] / width);  // counts become per-second rates
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      t.push_back(static_cast<double>(i) * bin_s);
+      y.push_back(keep_max ? values[i] : values[i] / bin_s);  // counts become per-second rates
     }
-    return {{"bin_s", width}, {"t_s", t}, {"values", y}};
+    return {{"bin_s", bin_s}, {"t_s", t}, {"values", y}};
   }
 };
 
@@ -125,7 +136,6 @@ json Histogram(std::vector<std::int64_t> values, std::size_t bins) {
 
 struct StepAccumulator {
   stats::QuantileSketch ttft, tpot, itl, e2e;
-  std::int64_t max_finished = 0;
   stats::QuantileSketch& Of(const std::string& metric) {
     if (metric == "ttft_ms") return ttft;
     if (metric == "tpot_ms") return tpot;
@@ -214,11 +224,13 @@ json MetricsTimeline(const fs::path& file, std::uint64_t& unreadable) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("t_ms")) {
+    if (!j.is_object() || !j.contains("t_ms") || !j["t_ms"].is_number() ||
+        (j.contains("step") && !j["step"].is_number_integer()) ||
+        (j.contains("signals") && !j["signals"].is_object())) {
       ++unreadable;
       continue;
     }
-    const double t_s = j.value("t_ms", 0.0) / 1000;
+    const double t_s = j["t_ms"].get<double>() / 1000;
     const std::int64_t step = j.value("step", std::int64_t{0});
     auto [it, fresh] = step_span.try_emplace(step, t_s, t_s);
     if (!fresh) it->second.second = t_s;
@@ -243,14 +255,18 @@ json MetricsTimeline(const fs::path& file, std::uint64_t& unreadable) {
 
 json WorkloadSeries(const std::vector<double>& arrival_s, std::vector<std::int64_t> prompt_tokens,
                     std::vector<std::int64_t> output_tokens, const RunDataOptions& options) {
-  Binned arrivals{options.series_bin_s, false, {}};
+  Binned arrivals{options.series_bin_s, false, options.max_series_points, {}};
   for (double t : arrival_s) arrivals.Add(t, 1);
-  return {{"arrivals", arrivals.ToJson(options.max_series_points)},
+  return {{"arrivals", arrivals.ToJson()},
           {"prompt_tokens", Histogram(std::move(prompt_tokens), options.histogram_bins)},
           {"output_tokens", Histogram(std::move(output_tokens), options.histogram_bins)}};
 }
 
-Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
+namespace {
+
+// ReadRunData's body: nlohmann throws on a field of an unexpected type (a null where a number
+// belongs), which ReadRunData turns into a one-line error.
+Result<json> ReadRunDataOrThrow(const fs::path& dir, const RunDataOptions& options) {
   const fs::path summary_file = dir / "summary.json";
   Result<std::string> text = ReadFile(summary_file);
   if (!text) return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: {}", summary_file.string(), text.error().message));
@@ -270,31 +286,40 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
 
   // One pass over the records: per-step sketches, timelines, histograms and a request sample.
   std::vector<StepAccumulator> acc(steps);
-  Binned arrivals{options.series_bin_s, false, {}};
-  Binned send_lag{options.series_bin_s, true, {}};
+  Binned arrivals{options.series_bin_s, false, options.max_series_points, {}};
+  Binned send_lag{options.series_bin_s, true, options.max_series_points, {}};
   std::vector<std::int64_t> prompt_lengths, output_lengths;
   const std::int64_t timeline_step = static_cast<std::int64_t>(steps) - 1;
-  std::int64_t planned = 0;
-  if (steps > 0) planned = summary["steps"][steps - 1].value("requests", json::object()).value("planned", 0);
-  const std::int64_t stride = std::max<std::int64_t>(
-      1, planned / static_cast<std::int64_t>(std::max<std::size_t>(1, options.timeline_requests)));
-  json timeline = json::array();
-  std::uint64_t lines = 0, unreadable = 0, other_steps = 0;
-  std::int64_t first_unreadable = 0;
   // records.jsonl may hold every request, a sample (simulate --keep), or be absent by choice.
   const json records_name = summary.value("records_file", json("records.jsonl"));
   const bool records_kept = records_name.is_string() && !records_name.get<std::string>().empty();
   const fs::path records_file = dir / (records_kept ? records_name.get<std::string>() : std::string("records.jsonl"));
-  std::vector<std::uint64_t> record_stride(steps, 1);
-  for (const json& k : summary.value("records_kept", json::object()).value("steps", json::array())) {
+  std::vector<std::int64_t> record_stride(steps, 1);
+  const json records_kept_json = summary.value("records_kept", json::object());
+  for (const json& k : records_kept_json.is_object() ? records_kept_json.value("steps", json::array()) : json::array()) {
     const std::uint64_t s = k.value("step", std::uint64_t{0});
-    if (s < steps) record_stride[s] = std::max<std::uint64_t>(1, k.value("every", std::uint64_t{1}));
+    if (s < steps) record_stride[s] = std::max<std::int64_t>(1, k.value("every", std::int64_t{1}));
   }
-  const bool sampled = std::any_of(record_stride.begin(), record_stride.end(), [](std::uint64_t k) { return k > 1; });
+  const bool sampled = std::any_of(record_stride.begin(), record_stride.end(), [](std::int64_t k) { return k > 1; });
+  // The timeline's requests are evenly spread over the last step's ids, among those kept.
+  std::int64_t planned = 0;
+  if (steps > 0) planned = summary["steps"][steps - 1].value("requests", json::object()).value("planned", 0);
+  const std::int64_t kept_every = steps > 0 ? record_stride[steps - 1] : 1;
+  const std::int64_t stride =
+      kept_every * std::max<std::int64_t>(1, planned / (kept_every * static_cast<std::int64_t>(
+                                                                         std::max<std::size_t>(1, options.timeline_requests))));
+  json timeline = json::array();
+  std::uint64_t lines = 0, unreadable = 0, other_steps = 0;
+  std::int64_t first_unreadable = 0;
+  // Without a need for them (the summary holds every curve) a caller may skip the records.
+  const bool summary_has_curves = std::all_of(summary["steps"].begin(), summary["steps"].end(), [](const json& step) {
+    return step.is_object() && step.contains("latency_curves");
+  });
+  const bool read_records = records_kept && (options.read_records || !summary_has_curves);
   std::vector<std::int64_t> step_offset_ns(steps + 1, 0);  // where each step starts on the run's timeline
   {
     std::ifstream in;
-    if (records_kept) in.open(records_file);
+    if (read_records) in.open(records_file);
     simdjson::dom::parser parser;
     std::string line;
     RecordView r;
@@ -312,16 +337,13 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
         ++other_steps;
         continue;
       }
-      if (r.step != current_step && r.step > current_step) {
+      if (r.step > current_step) {
         for (std::int64_t s = current_step + 1; s <= r.step; ++s) step_offset_ns[s] = run_end_ns;
         current_step = r.step;
       }
       StepAccumulator& a = acc[r.step];
       const std::int64_t offset = step_offset_ns[r.step];
-      if (r.finished != kAbsent) {
-        a.max_finished = std::max(a.max_finished, r.finished);
-        run_end_ns = std::max(run_end_ns, offset + r.finished);
-      }
+      if (r.finished != kAbsent) run_end_ns = std::max(run_end_ns, offset + r.finished);
       // A sampled record stands for `stride` requests in the arrival counts.
       if (r.intended != kAbsent) arrivals.Add(Ms(offset + r.intended) / 1000, static_cast<double>(record_stride[r.step]));
       if (r.intended != kAbsent && r.start != kAbsent) send_lag.Add(Ms(offset + r.intended) / 1000, Ms(r.start - r.intended));
@@ -352,8 +374,7 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
   // The curves summary.json holds come from every measured request; records (perhaps a sample, or
   // none) are read for them only when an older summary has none.
   const std::vector<double> nines = analyze::LatencyCurveNines();
-  std::vector<double> qs;
-  for (double x : nines) qs.push_back(1 - std::pow(10.0, -x));
+  const std::vector<double> qs = analyze::LatencyCurveQuantiles();
   json curves = json::object();
   for (const char* metric : kCurveMetrics) {
     json per_step = json::array();
@@ -374,7 +395,9 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
   }
 
   json notes = json::array();
-  if (!records_kept) {
+  if (!read_records && records_kept) {
+    // The caller asked only for the summary's figures.
+  } else if (!records_kept) {
     notes.push_back("this run kept no records (simulate --keep summary): the table and the latency curves are drawn "
                     "from summary.json; arrivals, lengths and request timelines need records");
   } else if (!fs::exists(records_file)) {
@@ -415,8 +438,8 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
               {"slo", SloLines(summary)},
               {"curve_nines", nines},
               {"curves", curves},
-              {"arrivals", arrivals.ToJson(options.max_series_points)},
-              {"send_lag", send_lag.ToJson(options.max_series_points)},
+              {"arrivals", arrivals.ToJson()},
+              {"send_lag", send_lag.ToJson()},
               {"step_starts_s", step_starts},
               {"prompt_tokens", Histogram(std::move(prompt_lengths), options.histogram_bins)},
               {"output_tokens", Histogram(std::move(output_lengths), options.histogram_bins)},
@@ -424,6 +447,17 @@ Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
               {"metrics", metrics},
               {"records", {{"lines", lines}, {"unreadable", unreadable}}},
               {"notes", notes}};
+}
+
+}  // namespace
+
+Result<json> ReadRunData(const fs::path& dir, const RunDataOptions& options) {
+  try {
+    return ReadRunDataOrThrow(dir, options);
+  } catch (const json::exception& e) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("{}: summary.json has a field of an unexpected type ({})", dir.string(), e.what()));
+  }
 }
 
 }  // namespace bakeoff::report

@@ -31,6 +31,9 @@ struct RunDataOptions {
   std::size_t histogram_bins = 40;
   double series_bin_s = 1;  // arrivals and send lag are binned per this many seconds
   std::size_t max_series_points = 2'000;  // longer series are re-binned to stay under this
+  // false: records.jsonl is not read when summary.json holds every step's latency curves (a
+  // caller that needs only those); arrivals, lengths and timelines are then empty.
+  bool read_records = true;
 };
 
 // The page data of one run folder (docs/formats/report.md, "Run data"). kInvalidInput (one line

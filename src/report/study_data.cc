@@ -10,6 +10,7 @@
 #include "analyze/step_analysis.h"
 #include "core/file.h"
 #include "report/run_data.h"
+#include "study/bundle_reader.h"
 
 namespace bakeoff::report {
 namespace {
@@ -25,17 +26,6 @@ Result<json> ReadJson(const fs::path& file) {
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded()) return MakeError(ErrorCode::kInvalidInput, file.string() + ": not valid JSON");
   return j;
-}
-
-// The highest round of a phase that finished (its result.json exists): what the report shows.
-fs::path LastRound(const fs::path& candidate_dir, const std::string& phase) {
-  fs::path found;
-  for (int round = 0; round < 1000; ++round) {
-    const fs::path dir = candidate_dir / fmt::format("{}-r{}", phase, round);
-    if (!fs::exists(dir)) break;
-    if (fs::exists(dir / "result.json")) found = dir;
-  }
-  return found;
 }
 
 double Concurrency(const std::string& label) {
@@ -56,22 +46,25 @@ json WorkloadOf(const fs::path& bundle, json& notes) {
     std::vector<double> arrivals;
     std::vector<std::int64_t> prompts, outputs;
     std::string line;
-    std::uint64_t number = 0, unreadable = 0;
+    std::uint64_t unreadable = 0;
     bool synthesized = false;
     while (std::getline(in, line)) {
-      ++number;
       json j = json::parse(line, nullptr, false);
       if (!j.is_object()) {
         ++unreadable;
         continue;
       }
       if (j.contains("format")) {
-        synthesized = j.value("source", "").rfind("synthesized", 0) == 0;
+        synthesized = j["source"].is_string() && j["source"].get<std::string>().rfind("synthesized", 0) == 0;
         continue;
       }
-      if (j.contains("arrival_s") && j["arrival_s"].is_number()) arrivals.push_back(j["arrival_s"].get<double>());
-      prompts.push_back(j.value("input_tokens", std::int64_t{0}));
-      outputs.push_back(j.value("output_tokens", std::int64_t{0}));
+      if (!j["input_tokens"].is_number_integer() || !j["output_tokens"].is_number_integer()) {
+        ++unreadable;
+        continue;
+      }
+      if (j["arrival_s"].is_number()) arrivals.push_back(j["arrival_s"].get<double>());
+      prompts.push_back(std::max<std::int64_t>(0, j["input_tokens"].get<std::int64_t>()));
+      outputs.push_back(std::max<std::int64_t>(0, j["output_tokens"].get<std::int64_t>()));
     }
     if (unreadable > 0) notes.push_back(fmt::format("{} lines of workload/trace.jsonl could not be read", unreadable));
     out = WorkloadSeries(arrivals, std::move(prompts), std::move(outputs));
@@ -95,23 +88,13 @@ json WorkloadOf(const fs::path& bundle, json& notes) {
   return out;
 }
 
-}  // namespace
-
-Result<json> ReadStudyData(const fs::path& bundle) {
-  const fs::path manifest_file = bundle / "manifest.json";
-  if (!fs::exists(manifest_file) || !fs::exists(bundle / "verdict.json")) {
+// ReadStudyData's body; nlohmann throws on a field of an unexpected type.
+Result<json> ReadStudyDataOrThrow(const fs::path& bundle) {
+  if (!fs::exists(bundle / "manifest.json") || !fs::exists(bundle / "verdict.json")) {
     return MakeError(ErrorCode::kInvalidInput, fmt::format("{}: no manifest.json and verdict.json", bundle.string()));
   }
-  Result<json> manifest = ReadJson(manifest_file);
+  Result<json> manifest = study::ReadBundleManifest(bundle);
   if (!manifest) return manifest.error();
-  if (!manifest->is_object() || manifest->value("tool", "") != "bakeoff") {
-    return MakeError(ErrorCode::kInvalidInput, manifest_file.string() + ": not a bakeoff bundle's manifest");
-  }
-  if (manifest->value("schema_version", 0) != 1) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("{}: bundle schema_version {} is not one this bakeoff reads (1)", manifest_file.string(),
-                                 manifest->value("schema_version", json(nullptr)).dump()));
-  }
   Result<json> verdict = ReadJson(bundle / "verdict.json");
   if (!verdict) return verdict.error();
   Result<json> gate = ReadJson(bundle / "gate.json");
@@ -153,7 +136,7 @@ Result<json> ReadStudyData(const fs::path& bundle) {
     } else if (!capacity.ok()) {
       notes.push_back(capacity.error().message);
     }
-    if (const fs::path sweep = LastRound(dir, "sweep"); !sweep.empty()) {
+    if (const fs::path sweep = study::LastFinishedRound(dir, "sweep"); !sweep.empty()) {
       Result<json> phase = ReadJson(sweep / "result.json");
       json steps = json::array();
       if (phase.ok() && phase->is_object()) {
@@ -165,8 +148,10 @@ Result<json> ReadStudyData(const fs::path& bundle) {
       }
       c["sweep"] = steps;
     }
-    if (const fs::path replay = LastRound(dir, "replay"); !replay.empty()) {
-      Result<json> run = ReadRunData(replay);
+    if (const fs::path replay = study::LastFinishedRound(dir, "replay"); !replay.empty()) {
+      RunDataOptions curves_only;
+      curves_only.read_records = false;
+      Result<json> run = ReadRunData(replay, curves_only);
       if (run.ok()) {
         json curves = json::object();
         for (const auto& [metric, per_step] : run->at("curves").items()) {
@@ -195,6 +180,17 @@ Result<json> ReadStudyData(const fs::path& bundle) {
               {"curve_nines", nines},
               {"workload", WorkloadOf(bundle, notes)},
               {"notes", notes}};
+}
+
+}  // namespace
+
+Result<json> ReadStudyData(const fs::path& bundle) {
+  try {
+    return ReadStudyDataOrThrow(bundle);
+  } catch (const json::exception& e) {
+    return MakeError(ErrorCode::kInvalidInput,
+                     fmt::format("{}: a file of the bundle has a field of an unexpected type ({})", bundle.string(), e.what()));
+  }
 }
 
 }  // namespace bakeoff::report

@@ -34,21 +34,40 @@ auto ReadPart(const fs::path& bundle, const fs::path& relative, Read read)
 
 }  // namespace
 
-Result<StudyResults> ReadBundle(const fs::path& bundle) {
-  StudyResults r;
-  r.bundle = bundle;
-  Result<std::optional<nlohmann::json>> manifest =
-      ReadPart(bundle, "manifest.json", [](const nlohmann::json& j) { return j; });
+Result<nlohmann::json> ReadBundleManifest(const fs::path& bundle) {
+  const fs::path file = bundle / "manifest.json";
+  Result<std::optional<nlohmann::json>> manifest = ReadPart(bundle, "manifest.json", [](const nlohmann::json& j) { return j; });
   if (!manifest.ok()) return manifest.error();
-  if (!manifest->has_value() || !(*manifest)->is_object() || (*manifest)->value("tool", "") != "bakeoff") {
+  if (!manifest->has_value() || !(*manifest)->is_object() || !(**manifest)["tool"].is_string() ||
+      (**manifest)["tool"] != "bakeoff") {
     return Invalid(fmt::format("{}: not a study bundle (no bakeoff manifest.json)", bundle.string()));
   }
-  r.manifest = std::move(**manifest);
-  if (r.manifest.value("schema_version", 0) != kBundleSchemaVersion) {
-    return Invalid(fmt::format("{}: bundle schema_version {} is not one this bakeoff reads ({})",
-                               (bundle / "manifest.json").string(), r.manifest.value("schema_version", nlohmann::json()).dump(),
-                               kBundleSchemaVersion));
+  const nlohmann::json& version = (**manifest)["schema_version"];
+  if (version != kBundleSchemaVersion) {
+    return Invalid(fmt::format("{}: bundle schema_version {} is not one this bakeoff reads ({})", file.string(),
+                               version.dump(), kBundleSchemaVersion));
   }
+  return std::move(**manifest);
+}
+
+fs::path LastFinishedRound(const fs::path& candidate_dir, std::string_view phase) {
+  fs::path found;
+  std::error_code ec;
+  for (int round = 0; round < 10'000; ++round) {
+    const fs::path dir = candidate_dir / fmt::format("{}-r{}", phase, round);
+    if (!fs::exists(dir, ec)) break;
+    if (fs::exists(dir / "result.json", ec)) found = dir;
+  }
+  return found;
+}
+
+// ReadBundle's body; nlohmann throws on a manifest field of an unexpected type.
+static Result<StudyResults> ReadBundleOrThrow(const fs::path& bundle) {
+  StudyResults r;
+  r.bundle = bundle;
+  Result<nlohmann::json> manifest = ReadBundleManifest(bundle);
+  if (!manifest.ok()) return manifest.error();
+  r.manifest = std::move(manifest.value());
   Result<std::string> study_text = ReadFile(bundle / "study.yaml");
   if (!study_text.ok()) return study_text.error();
   // Parsed as the file it was run from, so paths in it mean what they meant then.
@@ -122,6 +141,15 @@ Result<StudyResults> ReadBundle(const fs::path& bundle) {
     r.candidates.push_back(std::move(c));
   }
   return r;
+}
+
+Result<StudyResults> ReadBundle(const fs::path& bundle) {
+  try {
+    return ReadBundleOrThrow(bundle);
+  } catch (const nlohmann::json::exception& e) {
+    return Invalid(fmt::format("{}: manifest.json has a field of an unexpected type ({})", (bundle / "manifest.json").string(),
+                               e.what()));
+  }
 }
 
 }  // namespace bakeoff::study

@@ -13,6 +13,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 #include "study/runner.h"
@@ -22,5 +25,13 @@ namespace bakeoff::study {
 // kInvalidInput, one line naming the file: not a bundle, another schema_version, or a file of the
 // bundle that does not read back.
 Result<StudyResults> ReadBundle(const std::filesystem::path& bundle);
+
+// BUNDLE/manifest.json, checked to be a bakeoff bundle's of this schema_version (kInvalidInput,
+// one line naming the file, otherwise).
+Result<nlohmann::json> ReadBundleManifest(const std::filesystem::path& bundle);
+
+// The folder of the highest round of `phase` ("sweep", "replay") that finished (holds its
+// result.json) under a candidate's folder; empty when none did.
+std::filesystem::path LastFinishedRound(const std::filesystem::path& candidate_dir, std::string_view phase);
 
 }  // namespace bakeoff::study

@@ -2,6 +2,7 @@
 #include "study/results.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,19 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Phase, {{Phase::kProbes, "probes"},
 NLOHMANN_JSON_SERIALIZE_ENUM(CellStatus, {{CellStatus::kUnknown, "unknown"},
                                           {CellStatus::kPass, "pass"},
                                           {CellStatus::kFail, "fail"}})
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TermFigure, text, observed_ms, threshold_ms, met)
+// A term with no sample has NaN for its observed value, which JSON writes as null: read back as NaN.
+void to_json(nlohmann::json& j, const TermFigure& t) {
+  j = {{"text", t.text}, {"observed_ms", t.observed_ms}, {"threshold_ms", t.threshold_ms}, {"met", t.met}};
+}
+void from_json(const nlohmann::json& j, TermFigure& t) {
+  const auto number = [&](const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  t.text = j.value("text", std::string());
+  t.observed_ms = number("observed_ms");
+  t.threshold_ms = number("threshold_ms");
+  t.met = j.value("met", false);
+}
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepFigures, label, records, measured, ok, good, attainment,
                                                 offered_rate_per_s, request_rate_per_s, goodput_per_s,
                                                 output_tokens_per_s, ttft_p50_ms, ttft_p99_ms, tpot_p50_ms,

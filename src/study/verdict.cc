@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <iterator>
 #include <set>
 
@@ -616,8 +617,9 @@ Verdict VerdictFromJson(const nlohmann::json& j) {
       item.clause = e.at("clause").get<std::string>();
       const std::string cell = e.at("status").get<std::string>();
       item.status = cell == "pass" ? CellStatus::kPass : cell == "fail" ? CellStatus::kFail : CellStatus::kUnknown;
-      item.observed = e.at("observed").get<double>();
-      item.threshold = e.at("threshold").get<double>();
+      // An unmeasured figure is NaN, which JSON writes as null.
+      item.observed = number_or(e.at("observed"), std::numeric_limits<double>::quiet_NaN());
+      item.threshold = number_or(e.at("threshold"), std::numeric_limits<double>::quiet_NaN());
       item.unit = e.at("unit").get<std::string>();
       item.text = e.at("text").get<std::string>();
       item.pointer = e.at("pointer").get<std::string>();

@@ -26,9 +26,10 @@ function expectedSeries(d) {
   if (d.kind === 'run') {
     for (const m of ['ttft_ms', 'tpot_ms', 'itl_token_ms', 'e2e_ms']) out['curve-' + m] = nonEmpty(d.curves[m]);
     out['request-timeline'] = d.timeline.requests.length ? 3 : 0;
-    out['arrivals'] = 1;
-    out['prompt-lengths'] = 1;
-    out['output-lengths'] = 1;
+    // A run that kept no records (or had no ok request) has nothing to draw there.
+    out['arrivals'] = (d.arrivals.values || []).some((v) => v > 0) ? 1 : 0;
+    out['prompt-lengths'] = (d.prompt_tokens.counts || []).length ? 1 : 0;
+    out['output-lengths'] = (d.output_tokens.counts || []).length ? 1 : 0;
     if (d.steps.length > 1) out['load-throughput'] = 3;
     if (d.metrics && d.metrics.t_s.length) out['engine-metrics'] = Object.keys(d.metrics.series).length;
   } else if (d.kind === 'study') {

@@ -16,6 +16,7 @@ sim() { timeout 120 "$bakeoff" simulate --requests 300 --prompt-tokens 400 --out
           --slo ttft_p99=500ms,tpot_p99=40ms --seed 3 "$@" >/dev/null; }
 sim --preset continuous-paged --out "$out/sim-old"
 sim --preset radix-lpm --out "$out/sim-new"
+sim --preset continuous-paged --keep summary --out "$out/sim-summary-only"
 status=0
 timeout 60 "$bakeoff" compare "$out/sim-old" "$out/sim-new" --out "$out/compare" >/dev/null || status=$?
 [ "$status" -eq 0 ] || [ "$status" -eq 4 ] || { echo "compare exited $status" >&2; exit 1; }
@@ -40,4 +41,5 @@ emulator_pid=
 cd "$src"
 timeout 180 node tests/browser/check_pages.mjs "$out/screenshots" \
   "$out/sim-old/report.html=simulate" "$out/bench/report.html=bench" \
+  "$out/sim-summary-only/report.html=simulate-summary-only" \
   "$out/compare/compare.html=compare" "$out/study/report.html=study"

@@ -317,7 +317,7 @@
     for (const c of v.candidates || []) for (const e of c.evidence || []) evidence.push([c.name, e.clause, e.status, e.text, e.pointer || '']);
     if (evidence.length) {
       root.append(el('h3', {text: 'Evidence per SLO clause'}));
-      root.append(table(['candidate', 'clause', 'status', 'observed', 'pointer'], evidence, label));
+      root.append(table(['candidate', 'clause', 'status', 'evidence', 'pointer'], evidence, label));
     }
     if ((v.mistakes || []).length) {
       root.append(el('h3', {text: 'Method mistakes found'}));

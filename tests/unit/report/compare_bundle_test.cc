@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "core/file.h"
 #include "report/compare.h"
 #include "report/report_folder.h"
+#include "study/bundle_reader.h"
 #include "study/runner.h"
 
 namespace bakeoff::report {
@@ -111,6 +113,22 @@ TEST_F(CompareBundleTest, AHalvedCapacityIsWorseAndRegressesWhenThroughputGates)
   CompareOptions gate;
   gate.gate_throughput = true;
   EXPECT_TRUE(Compare(*bundle_, slower, gate).Regressed());
+}
+
+// A term with no sample is NaN, written as null: such a bundle still reads back.
+TEST_F(CompareBundleTest, AnUnmeasuredFigureWrittenAsNullReadsBack) {
+  const fs::path copy = Copy("nan");
+  const fs::path verdict_file = copy / "verdict.json";
+  json verdict = json::parse(std::ifstream(verdict_file));
+  verdict["candidates"][0]["evidence"][0]["observed"] = nullptr;
+  std::ofstream(verdict_file, std::ios::trunc) << verdict.dump();
+  const fs::path phase_file = copy / "candidates" / "radix" / "replay-r0" / "result.json";
+  json phase = json::parse(std::ifstream(phase_file));
+  phase["steps"][0]["terms"][0]["observed_ms"] = nullptr;
+  std::ofstream(phase_file, std::ios::trunc) << phase.dump();
+  Result<study::StudyResults> read = study::ReadBundle(copy);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_TRUE(std::isnan(read->verdict.candidates[0].evidence[0].observed));
 }
 
 TEST_F(CompareBundleTest, OtherRequestsAreRefusedAndABundleIsNeverComparedWithARun) {

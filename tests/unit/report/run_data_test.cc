@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -149,6 +150,56 @@ TEST_F(RunDataTest, AFolderThatIsNoResultGetsOneLine) {
   Result<json> data = ReadRunData(dir_);
   ASSERT_FALSE(data.ok());
   EXPECT_NE(data.error().message.find("not a bakeoff bench or simulate summary"), std::string::npos);
+}
+
+TEST_F(RunDataTest, FieldsOfAnUnexpectedTypeAreOneLineNotACrash) {
+  WriteSummary(1);
+  Result<std::string> text = ReadFile(dir_ / "summary.json");
+  ASSERT_TRUE(text.ok());
+  const json good = json::parse(*text);
+  for (const auto& edit : std::vector<std::function<void(json&)>>{
+           [](json& s) { s["steps"] = {1}; }, [](json& s) { s["steps"][0]["label"] = nullptr; },
+           [](json& s) { s["target"] = nullptr; }, [](json& s) { s["records_kept"] = nullptr; },
+           [](json& s) { s["steps"][0]["requests"]["planned"] = nullptr; },
+           [](json& s) { s["steps"][0]["latency"]["ttft_ms"]["p99"] = nullptr; }}) {
+    json s = good;
+    edit(s);
+    ASSERT_TRUE(WriteFileAtomically(dir_ / "summary.json", s.dump()).ok());
+    Result<json> data = ReadRunData(dir_);
+    if (!data.ok()) {
+      EXPECT_EQ(data.error().message.find('\n'), std::string::npos) << data.error().message;
+    }
+  }
+  // An instant past any real run, and a metrics line of the wrong type, cost nothing.
+  ASSERT_TRUE(WriteFileAtomically(dir_ / "summary.json", good.dump()).ok());
+  std::ofstream records(dir_ / "records.jsonl");
+  records << Record(0, 0, 0, 5, 2) << "\n";
+  json bogus = json::parse(Record(1, 0, 0, 5, 2));
+  bogus["intended_send_ns"] = std::int64_t{9'000'000'000'000'000'000};
+  bogus["finished_ns"] = std::int64_t{-5};
+  records << bogus.dump() << "\n";
+  records.close();
+  Result<json> data = ReadRunData(dir_);
+  ASSERT_TRUE(data.ok()) << data.error().message;
+  EXPECT_LE((*data)["arrivals"]["t_s"].size(), RunDataOptions{}.max_series_points);
+}
+
+TEST_F(RunDataTest, ASampledRunStillGetsAFullTimeline) {
+  WriteSummary(1);
+  Result<std::string> text = ReadFile(dir_ / "summary.json");
+  ASSERT_TRUE(text.ok());
+  json s = json::parse(*text);
+  s["records_kept"] = {{"mode", "sample"}, {"steps", {{{"step", 0}, {"every", 10}, {"records", 100}}}}};
+  ASSERT_TRUE(WriteFileAtomically(dir_ / "summary.json", s.dump()).ok());
+  std::ofstream records(dir_ / "records.jsonl");
+  for (int i = 0; i < 1000; i += 10) records << Record(i, 0, i, 5, 2) << "\n";  // planned 1000, every 10th kept
+  records.close();
+  Result<json> data = ReadRunData(dir_);
+  ASSERT_TRUE(data.ok()) << data.error().message;
+  EXPECT_GE((*data)["timeline"]["requests"].size(), 50u);
+  double arrivals = 0;
+  for (const json& v : (*data)["arrivals"]["values"]) arrivals += v.get<double>() * (*data)["arrivals"]["bin_s"].get<double>();
+  EXPECT_NEAR(arrivals, 1000, 1e-6) << "each kept record stands for 10 arrivals";
 }
 
 TEST_F(RunDataTest, AnotherSchemaIsRefusedNamingBoth) {
