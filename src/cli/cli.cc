@@ -37,6 +37,7 @@ int Main(int argc, char** argv) {
   AddRunCommand(app, &exit_code);
   AddCompareCommand(app, &exit_code);
   AddReportCommand(app, &exit_code);
+  AddK8sCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -220,13 +220,17 @@ std::string JoinNames(std::span<const std::string_view> names) { return Join(nam
 // --- Documents ---
 
 Status CheckYamlTerminates(std::string_view text, std::string_view source,
-                           const DocumentKind& kind) {
+                           const DocumentKind& kind, int max_documents) {
   std::istringstream stream{std::string(text)};
   YAML::Parser parser(stream);
   BoundedEventCounter counter(kind.with_article);
   try {
     for (int documents = 0; parser.HandleNextDocument(counter);) {
-      if (++documents > 16) return Invalid(fmt::format("{}:1: more than one YAML document", source));
+      if (++documents > max_documents) {
+        return Invalid(max_documents == kMaxDocumentsOfOneFile
+                           ? fmt::format("{}:1: more than one YAML document", source)
+                           : fmt::format("{}:1: more than {} YAML documents", source, max_documents));
+      }
     }
   } catch (const YAML::Exception& e) {
     return Invalid(

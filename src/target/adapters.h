@@ -40,6 +40,7 @@ struct HealthRoute {
   std::string_view path;       // "/health"
   std::string_view meaning;    // one line: codes while loading, ready, dead
   std::vector<int> not_ready;  // statuses meaning "up but not ready" (503; Triton's 400)
+  bool generates = false;      // answering it runs a generation (a liveness probe must not use it)
 };
 
 // How a version is read from an answer.

@@ -182,3 +182,26 @@ TEST(CliTest, SimulateKeepsAllASampleOrNoRecordsWithTheSameFigures) {
 
 }  // namespace
 }  // namespace bakeoff
+
+namespace bakeoff {
+namespace {
+
+TEST(CliTest, K8sLintExitsByWhatItFound) {
+  const std::string dir = std::string(BAKEOFF_SOURCE_DIR) + "/tests/testdata/k8s/";
+  const Finished good = RunBakeoff({"k8s", "lint", dir + "good.yaml", dir + "lws.yaml"});
+  EXPECT_EQ(good.exit_code, 1) << good.output << "lws.yaml's InferenceService has an unpinned model";
+  const Finished clean = RunBakeoff({"k8s", "lint", dir + "good.yaml"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("Service/vllm: skipped"), std::string::npos) << clean.output;
+  const Finished bad = RunBakeoff({"k8s", "lint", dir + "bad.yaml"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find(dir + "bad.yaml:16: Deployment/sglang: image_latest: "), std::string::npos) << bad.output;
+  const Finished missing = RunBakeoff({"k8s", "lint", dir + "no-such.yaml", dir + "bad.yaml"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("image_latest"), std::string::npos) << "the readable file is still linted";
+  const Finished no_bundle = RunBakeoff({"k8s", "lint", dir + "good.yaml", "--bundle", "/nonexistent-bundle"});
+  EXPECT_EQ(no_bundle.exit_code, 2) << no_bundle.output;
+}
+
+}  // namespace
+}  // namespace bakeoff
