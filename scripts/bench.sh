@@ -853,6 +853,14 @@ build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" 2>/dev/null |
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit + uncommitted changes"
 mkdir -p "$(dirname "$doc")"
+# A section regenerated alone may be pasted into a document whose Machine table is older: it says
+# when and where it ran (nothing on a full run). `ran_alone_note blank` ends it with a blank line.
+ran_alone_note() {
+  [ -n "${BENCH_ONLY:-}" ] || return 0
+  echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
+  echo "load average $machine_load_start at its start and $machine_load_end at its end."
+  if [ "${1:-}" = blank ]; then echo; fi
+}
 {
   echo "# Benchmarks"
   echo
@@ -924,11 +932,7 @@ mkdir -p "$(dirname "$doc")"
     echo "its range, and every run is checked: exit status 0 and fingerprint.json's request count and token"
     echo "totals (and, for rows with \`hash_ids\`, the prefix cache's served tokens and distinct blocks)"
     echo "equal to what the generator wrote."
-    if [ -n "${BENCH_ONLY:-}" ]; then
-      # A section regenerated alone may be pasted into a document whose Machine table is older.
-      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
-      echo "load average $machine_load_start at its start and $machine_load_end at its end."
-    fi
+    ran_alone_note
     echo
     echo "| figure | target | measured (per core) | wall clock | peak RSS | status | command |"
     echo "|---|---|---|---|---|---|---|"
@@ -945,19 +949,11 @@ mkdir -p "$(dirname "$doc")"
   fi
   if want report && [ -f "$work/report.md" ]; then
     cat "$work/report.md"
-    if [ -n "${BENCH_ONLY:-}" ]; then
-      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
-      echo "load average $machine_load_start at its start and $machine_load_end at its end."
-      echo
-    fi
+    ran_alone_note blank
   fi
   if want soak && [ -f "$work/soak.md" ]; then
     cat "$work/soak.md"
-    if [ -n "${BENCH_ONLY:-}" ]; then
-      echo "This section ran alone (\`BENCH_ONLY=$BENCH_ONLY\`) from $started to $finished on $(nproc) CPUs ($cpu_model),"
-      echo "load average $machine_load_start at its start and $machine_load_end at its end."
-      echo
-    fi
+    ran_alone_note blank
   fi
   if [ "${#failures[@]}" -gt 0 ]; then
     echo "## FAILED"
