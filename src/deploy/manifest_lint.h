@@ -21,7 +21,7 @@
 //   gpu_request_without_limit      a GPU request without the same limit (extended resources need both)
 //   model_revision_not_pinned      the model is named (--model, a model path, a storage URI) without
 //                                  a revision, so a re-download may serve other weights
-// Kinds it does not check are listed as skipped, never failed. A bundle (study/bundle_reader.h)
+// Kinds it does not check are listed as skipped, never failed. A bundle (read by the caller, cli)
 // gives the measured cold start and drain; without one those two checks are not made.
 // Does not own: reading YAML strictly (core/yaml_doc.h's bound on yaml-cpp), rendering manifests.
 //

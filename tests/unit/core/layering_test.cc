@@ -33,8 +33,9 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
                "run", "study"}},
     {"report", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "emulate",
                 "analyze", "run", "study", "report"}},
+    {"deploy", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "deploy"}},
     {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "analyze", "emulate",
-             "run", "study", "report", "cli"}},
+             "run", "study", "deploy", "report", "cli"}},
 };
 
 // Files allowed to include Boost (Asio/Beast): they are the only slow translation units.
