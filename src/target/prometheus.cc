@@ -126,9 +126,16 @@ class LineCursor {
     return line_.substr(start, pos_ - start);
   }
 
+  // A quoted name (UTF-8 names), which must not be empty: `""` names nothing.
+  Result<std::string> ReadQuotedName(std::string_view what) {
+    Result<std::string> name = ReadQuoted(what);
+    if (name.ok() && name->empty()) return MakeError(ErrorCode::kInvalidInput, fmt::format("an empty {}", what));
+    return name;
+  }
+
   // A metric name: [a-zA-Z_:][a-zA-Z0-9_:]*, or a quoted one.
   Result<std::string> ReadMetricName() {
-    if (Peek() == '"') return ReadQuoted("metric name");
+    if (Peek() == '"') return ReadQuotedName("metric name");
     if (AtEnd() || !IsMetricNameStart(Peek())) return Expected("a metric name");
     const std::size_t start = pos_;
     while (!AtEnd() && IsMetricNameChar(line_[pos_])) ++pos_;
@@ -137,7 +144,7 @@ class LineCursor {
 
   // A label name: [a-zA-Z_][a-zA-Z0-9_]*, or a quoted one.
   Result<std::string> ReadLabelName() {
-    if (Peek() == '"') return ReadQuoted("label name");
+    if (Peek() == '"') return ReadQuotedName("label name");
     if (AtEnd() || !IsLabelNameStart(Peek())) return Expected("a label name");
     const std::size_t start = pos_;
     while (!AtEnd() && IsLabelNameChar(line_[pos_])) ++pos_;

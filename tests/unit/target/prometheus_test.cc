@@ -622,3 +622,23 @@ TEST(PrometheusHistogramQuantileTest, NoAnswerWithoutData) {
 
 }  // namespace
 }  // namespace bakeoff::target
+
+namespace bakeoff::target {
+namespace {
+
+// Found by fuzz_prometheus (tests/fuzz/corpus/prometheus/regression-empty-quoted-type-name): a
+// quoted metric or label name that is empty names nothing, so it makes no family.
+TEST(PrometheusParseTest, AnEmptyQuotedNameMakesNoFamily) {
+  for (const std::string_view text : {"# TYPE \"\" summary\nup 1\n", "# HELP \"\" text\nup 1\n", "{\"\"} 1\n"}) {
+    Result<MetricsPage> page = ParsePrometheusText(text);
+    if (!page.ok()) {
+      EXPECT_NE(page.error().message.find("empty"), std::string::npos) << page.error().message;
+      continue;
+    }
+    for (const MetricFamilyInfo& family : page->families) EXPECT_FALSE(family.name.empty()) << text;
+    for (const MetricSample& sample : page->samples) EXPECT_FALSE(sample.name.empty()) << text;
+  }
+}
+
+}  // namespace
+}  // namespace bakeoff::target
