@@ -90,8 +90,10 @@ bench-deps: deps
 	  echo "make bench-deps: $$want not installed; its figures are skipped" >&2; fi
 
 # Micro-benchmarks, loopback macro-benchmarks, workload import, the emulated engine's simulator
-# and server, and the client-memory soak (BENCH_SOAK_SECONDS, default 1800); rewrites
-# docs/BENCHMARKS.md (about 10 minutes plus the soak). One section: BENCH_ONLY=soak etc. (scripts/bench.sh).
+# and server, report pages, and the client-memory soak (BENCH_SOAK_SECONDS, default 1800): the
+# scenarios and text are bench/benchmarks.yaml, the measured facts docs/benchmarks.json, rendered
+# into docs/BENCHMARKS.md (about 15 minutes plus the soak). One section: BENCH_ONLY=soak etc.
+# (scripts/bench.sh) replaces only that section's results.
 bench: build bench-deps
 	scripts/bench.sh build/release
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "report/markdown.h"
+
 namespace bakeoff::report {
 namespace {
 
@@ -13,17 +15,6 @@ using study::CandidateStatus;
 using study::CandidateVerdict;
 using study::CellStatus;
 using study::StudyResults;
-
-// Markdown table cells hold no pipes or line breaks.
-std::string Cell(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
 
 std::string Num(double x, const char* unit = "") {
   if (x < 0) return "-";
@@ -94,7 +85,7 @@ std::string StudyMarkdown(const StudyResults& r) {
   for (const CandidateResult& c : r.candidates) {
     const CandidateVerdict* v = VerdictOf(r, c.name);
     if (v == nullptr) continue;
-    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", Cell(c.name), c.emulated ? " (emulated)" : "",
+    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", MarkdownCell(c.name), c.emulated ? " (emulated)" : "",
                       study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(v->ttft_p99_ms),
                       Num(v->cost_per_million_tokens), v->rank > 0 ? std::to_string(v->rank) : "-");
   }
@@ -109,8 +100,8 @@ std::string StudyMarkdown(const StudyResults& r) {
     if (!v.evidence.empty()) {
       md += "| clause | result | observed | threshold | where |\n|---|---|---|---|---|\n";
       for (const study::EvidenceItem& e : v.evidence) {
-        md += fmt::format("| {} | {} | {} | {:.4g} {} | `{}` |\n", Cell(e.clause), study::CellStatusName(e.status),
-                          Cell(e.text), e.threshold, e.unit, e.pointer.empty() ? "-" : e.pointer);
+        md += fmt::format("| {} | {} | {} | {:.4g} {} | `{}` |\n", MarkdownCell(e.clause), study::CellStatusName(e.status),
+                          MarkdownCell(e.text), e.threshold, e.unit, e.pointer.empty() ? "-" : e.pointer);
       }
     }
     if (!v.evidence.empty() && (!v.findings.empty() || !v.risks.empty())) md += "\n";
@@ -122,8 +113,8 @@ std::string StudyMarkdown(const StudyResults& r) {
   md += "## Hard-constraint gate\n\n| candidate | constraint | result | reason | evidence |\n|---|---|---|---|---|\n";
   for (const study::GateRow& row : r.gate.rows) {
     for (const study::GateCell& cell : row.cells) {
-      md += fmt::format("| {} | {} | {} | {} | `{}` |\n", Cell(row.candidate), Cell(cell.constraint),
-                        study::CellStatusName(cell.status), Cell(cell.reason), Cell(cell.evidence));
+      md += fmt::format("| {} | {} | {} | {} | `{}` |\n", MarkdownCell(row.candidate), MarkdownCell(cell.constraint),
+                        study::CellStatusName(cell.status), MarkdownCell(cell.reason), MarkdownCell(cell.evidence));
     }
   }
 
@@ -143,8 +134,8 @@ std::string StudyMarkdown(const StudyResults& r) {
   for (const CandidateResult& c : r.candidates) {
     for (const study::PhaseResult& p : c.phases) {
       for (const study::StepFigures& f : p.steps) {
-        md += fmt::format("| {} | {} {}{} | {} | {} | {:.1f}% | {} / {} | {} / {} | {:.0f} | `{}` |\n", Cell(c.name),
-                          study::PhaseName(p.phase), p.round + 1, p.simulated ? " (simulated)" : "", Cell(f.label),
+        md += fmt::format("| {} | {} {}{} | {} | {} | {:.1f}% | {} / {} | {} / {} | {:.0f} | `{}` |\n", MarkdownCell(c.name),
+                          study::PhaseName(p.phase), p.round + 1, p.simulated ? " (simulated)" : "", MarkdownCell(f.label),
                           f.measured, 100 * f.attainment, Ms(f.ttft_p50_ms), Ms(f.ttft_p99_ms), Ms(f.tpot_p50_ms),
                           Ms(f.tpot_p99_ms), f.output_tokens_per_s, f.records);
       }
@@ -153,8 +144,8 @@ std::string StudyMarkdown(const StudyResults& r) {
       std::uint64_t requests = 0;
       for (const study::StepFigures& t : p.trials) requests += t.measured;
       md += fmt::format("| {} | capacity{} | {:.4g} req/s: {} | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} | {} | {} |\n",
-                        Cell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
-                        p.passed ? "pass" : Cell("fail, " + p.why_not), requests, 100 * p.attainment, 100 * p.attainment_lower,
+                        MarkdownCell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
+                        p.passed ? "pass" : MarkdownCell("fail, " + p.why_not), requests, 100 * p.attainment, 100 * p.attainment_lower,
                         100 * p.attainment_upper, p.trials.empty() ? "-" : Ms(p.trials.front().ttft_p99_ms),
                         p.trials.empty() ? "-" : Ms(p.trials.front().tpot_p99_ms),
                         p.trials.empty() ? "-" : fmt::format("{:.0f}", p.trials.front().output_tokens_per_s),
