@@ -94,15 +94,22 @@ class Linter {
       workloads_.push_back({object, name_space, Line(doc), labels, true});
     } else if (kind == "InferenceService") {
       // KServe makes the pods (Knative or raw Deployments); their disruption budget is its business.
+      // A model spec is merged into its runtime's container, so it is checked once every runtime
+      // of the files is known (Finish).
       const YAML::Node predictor = At(spec, "predictor");
       if (At(predictor, "containers")) {
         Pod(predictor);
       } else if (At(predictor, "model")) {
-        ModelServer(At(predictor, "model"), predictor, /*has_image=*/false);
+        models_.push_back({file, object, predictor});
       }
       ++report_.objects_checked;
     } else if (kind == "ServingRuntime" || kind == "ClusterServingRuntime") {
-      Pod(spec);
+      // A runtime's pod has no grace period of its own: the InferenceService's predictor sets it.
+      Pod(spec, /*check_grace=*/false);
+      const YAML::Node containers = At(spec, "containers");
+      // emplace, never assign: assigning a yaml-cpp Node rewrites the node it already refers to.
+      if (containers && containers.IsSequence() && containers.size() > 0) runtimes_.emplace(name, containers[0]);
+      ++report_.objects_checked;
     } else if (kind == "PodDisruptionBudget") {
       budgets_.push_back({name_space, Labels(At(At(spec, "selector"), "matchLabels"))});
     } else {
@@ -111,6 +118,16 @@ class Linter {
   }
 
   void Finish() {
+    for (const KServeModel& m : models_) {
+      file_ = m.file;
+      object_ = m.object;
+      const YAML::Node model = At(m.predictor, "model");
+      auto runtime = runtimes_.find(Str(At(model, "runtime")));
+      fallback_ = runtime == runtimes_.end() ? nullptr : &runtime->second;
+      ModelServer(model, m.predictor, /*has_image=*/false);
+      fallback_ = nullptr;
+      Grace(m.predictor);
+    }
     for (const Workload& w : workloads_) {
       ++report_.objects_checked;
       const bool covered = std::any_of(budgets_.begin(), budgets_.end(), [&](const Budget& b) {
@@ -132,6 +149,17 @@ class Linter {
     std::string name_space;
     std::map<std::string, std::string> match;
   };
+  // An InferenceService's predictor.model, checked in Finish with the runtime it names.
+  struct KServeModel {
+    std::string file, object;
+    YAML::Node predictor;
+  };
+
+  // A container's probe; a KServe model spec without one has its runtime container's.
+  YAML::Node ProbeOf(const YAML::Node& c, const char* key) const {
+    YAML::Node probe = At(c, key);
+    return probe || fallback_ == nullptr ? probe : At(*fallback_, key);
+  }
 
   static std::map<std::string, std::string> Labels(const YAML::Node& n) {
     std::map<std::string, std::string> out;
@@ -148,7 +176,7 @@ class Linter {
     Add(Line(at), object_, std::move(code), std::move(message));
   }
 
-  void Pod(const YAML::Node& pod) {
+  void Pod(const YAML::Node& pod, bool check_grace = true) {
     if (!pod || !pod.IsMap()) return;
     const YAML::Node containers = At(pod, "containers");
     if (!containers || !containers.IsSequence()) return;
@@ -164,7 +192,7 @@ class Linter {
       }
     }
     if (!any && containers.size() > 0) ModelServer(containers[0], pod, true);
-    Grace(pod);
+    if (check_grace) Grace(pod);
   }
 
   static std::string CommandLine(const YAML::Node& c) {
@@ -216,8 +244,10 @@ class Linter {
   // A container (or KServe model spec) that serves a model.
   void ModelServer(const YAML::Node& c, const YAML::Node& pod, bool has_image) {
     const std::string container = Str(At(c, "name")).empty() ? "model" : Str(At(c, "name"));
-    const std::string command_line = CommandLine(c);
-    const target::EngineAdapter* engine = EngineOf(Str(At(c, "image")), command_line);
+    // A KServe model spec runs in its runtime's container: that image and command count too.
+    const std::string command_line = CommandLine(c) + (fallback_ != nullptr ? CommandLine(*fallback_) : "");
+    const std::string image = At(c, "image") || fallback_ == nullptr ? Str(At(c, "image")) : Str(At(*fallback_, "image"));
+    const target::EngineAdapter* engine = EngineOf(image, command_line);
     const YAML::Node where = At(c, "name") ? At(c, "name") : c;
     Readiness(c, where, container, engine);
     Startup(c, where, container);
@@ -229,7 +259,7 @@ class Linter {
 
   void Readiness(const YAML::Node& c, const YAML::Node& where, const std::string& container,
                  const target::EngineAdapter* engine) {
-    const YAML::Node probe = At(c, "readinessProbe");
+    const YAML::Node probe = ProbeOf(c, "readinessProbe");
     const std::string ready = engine != nullptr ? std::string(engine->ReadinessRoute().path) : "/health";
     if (!probe) {
       Add(where, "no_readiness", fmt::format("container {}: no readinessProbe: traffic reaches it before the model "
@@ -241,17 +271,15 @@ class Linter {
       Add(probe, "readiness_port_only", fmt::format("container {}: the readinessProbe only checks that the port is "
                                                     "open, which it is while the weights load; GET {} instead",
                                                     container, ready));
-    } else if (At(probe, "httpGet") && (Str(At(At(probe, "httpGet"), "path")).empty() || Str(At(At(probe, "httpGet"), "path")) == "/")) {
+    } else if (ready != "/" && At(probe, "httpGet") &&
+               (Str(At(At(probe, "httpGet"), "path")).empty() || Str(At(At(probe, "httpGet"), "path")) == "/")) {
       Add(probe, "readiness_port_only", fmt::format("container {}: the readinessProbe GETs `/`, which answers before "
-                                                    "the model can serve{}; GET {} instead", container,
-                                                    engine != nullptr && engine->name == "ollama"
-                                                        ? " (Ollama's `/` says only that the server runs)" : "",
-                                                    ready));
+                                                    "the model can serve; GET {} instead", container, ready));
     }
   }
 
   void Startup(const YAML::Node& c, const YAML::Node& where, const std::string& container) {
-    const YAML::Node probe = At(c, "startupProbe");
+    const YAML::Node probe = ProbeOf(c, "startupProbe");
     const std::string measured = measured_.cold_start_s
                                      ? fmt::format(" (the measured cold start is {:.1f} s, {})", *measured_.cold_start_s, measured_.source)
                                      : "";
@@ -273,7 +301,7 @@ class Linter {
   }
 
   void Liveness(const YAML::Node& c, const std::string& container, const target::EngineAdapter* engine) {
-    const YAML::Node probe = At(c, "livenessProbe");
+    const YAML::Node probe = ProbeOf(c, "livenessProbe");
     if (!probe) return;
     std::string what;
     if (At(probe, "httpGet")) {
@@ -387,6 +415,9 @@ class Linter {
   std::string file_, object_;
   std::vector<Workload> workloads_;
   std::vector<Budget> budgets_;
+  std::vector<KServeModel> models_;
+  std::map<std::string, YAML::Node> runtimes_;  // ServingRuntime name -> its first container
+  const YAML::Node* fallback_ = nullptr;  // while a KServe model spec is checked: its runtime's container
 };
 
 }  // namespace

@@ -138,6 +138,10 @@ static Result<StudyResults> ReadBundleOrThrow(const fs::path& bundle) {
     Result<std::optional<CapacitySummary>> capacity = ReadPart(bundle, dir / "capacity" / "result.json", CapacitySummaryFromJson);
     if (!capacity.ok()) return capacity.error();
     if (capacity->has_value()) c.capacity = std::move(**capacity);
+    // The manifest names the engine as launched; a phase that found the emulated engine behind it
+    // (a launched or attached `bakeoff emulate`) says so, as the run itself did.
+    c.emulated = c.emulated || c.capacity.emulated ||
+                 std::any_of(c.phases.begin(), c.phases.end(), [](const PhaseResult& p) { return p.emulated; });
     r.candidates.push_back(std::move(c));
   }
   return r;

@@ -116,5 +116,40 @@ TEST(ManifestLintTest, AFileThatIsNotYamlIsNamedAndTheOthersAreStillLinted) {
   EXPECT_FALSE(report.findings.empty());
 }
 
+// KServe merges a model spec into its runtime's container: the runtime's probes count for every
+// InferenceService that names it, and the grace period is the predictor's.
+TEST(ManifestLintTest, AKServeModelSpecHasItsRuntimesProbes) {
+  const std::string runtime = R"(apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: vllm-runtime}
+spec:
+  supportedModelFormats: [{name: vllm}]
+  containers:
+    - name: kserve-container
+      image: vllm/vllm-openai:v0.11.0@sha256:0000000000000000000000000000000000000000000000000000000000000000
+      command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --revision, 0e9e39f249a16976918f6564b8830bc894c89659]
+      readinessProbe: {httpGet: {path: /health, port: 8000}}
+      startupProbe: {httpGet: {path: /health, port: 8000}, failureThreshold: 60}
+      livenessProbe: {httpGet: {path: /health, port: 8000}}
+      volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory}}]
+)";
+  std::string services;
+  for (const char* name : {"first", "second"}) {
+    services += std::string("---\napiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: ") + name +
+                "}\nspec:\n  predictor:\n    terminationGracePeriodSeconds: 90\n    model:\n      modelFormat: {name: vllm}\n"
+                "      runtime: vllm-runtime\n";
+  }
+  const LintReport report = LintManifests({{"kserve.yaml", runtime + services}}, MeasuredLifecycle{100.0, 60.0, "b"});
+  for (const LintFinding& f : report.findings) ADD_FAILURE() << f.Text();
+  EXPECT_EQ(report.objects_checked, 3);
+
+  // Without the runtime among the files, the model spec alone has no probes.
+  const LintReport alone = LintManifests({{"kserve.yaml", services}});
+  std::set<std::string> codes;
+  for (const LintFinding& f : alone.findings) codes.insert(f.code);
+  EXPECT_TRUE(codes.contains("no_readiness"));
+}
+
 }  // namespace
 }  // namespace bakeoff::deploy
