@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -20,6 +21,7 @@
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
 #include "cli/table.h"
+#include "core/yaml_doc.h"
 #include "target/adapters.h"
 #include "target/discovery.h"
 #include "target/metrics_timeline.h"
@@ -48,7 +50,71 @@ struct BenchFlags {
   long long engine_pid = 0;  // 0: not known
   bool no_gpu_telemetry = false;
   double price_per_hour = 0;
+  std::string shard;     // "I/N": this process is shard I (from 0) of N running one load
+  std::string start_at;  // an instant every shard starts at: RFC 3339 UTC or Unix seconds
 };
+
+// "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (UTC) or whole Unix seconds, as nanoseconds since 1970.
+std::optional<std::int64_t> ParseInstant(std::string_view text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (text.size() > 11) return std::nullopt;
+    return std::stoll(std::string(text)) * 1'000'000'000;
+  }
+  if (text.size() < 20 || text[10] != 'T' || text.back() != 'Z' || text[13] != ':' || text[16] != ':') return std::nullopt;
+  const std::optional<std::int64_t> days = yaml::ParseIsoDate(text.substr(0, 10));
+  auto two = [&](size_t at) -> int {
+    const char a = text[at], b = text[at + 1];
+    return a >= '0' && a <= '9' && b >= '0' && b <= '9' ? (a - '0') * 10 + (b - '0') : -1;
+  };
+  const int h = two(11), m = two(14), sec = two(17);
+  if (!days || h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59) return std::nullopt;
+  std::int64_t fraction_ns = 0;
+  std::string_view rest = text.substr(19, text.size() - 20);
+  if (!rest.empty()) {
+    if (rest.front() != '.' || rest.size() < 2 || rest.size() > 10) return std::nullopt;
+    std::int64_t scale = 100'000'000;
+    for (char c : rest.substr(1)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      fraction_ns += (c - '0') * scale;
+      scale /= 10;
+    }
+  }
+  return ((*days * 24 + h) * 60 + m) * 60'000'000'000LL + sec * 1'000'000'000LL + fraction_ns;
+}
+
+// --shard and --start-at onto the run: which share of the load this process sends, and when the
+// load starts (mapped from the wall clock onto this process's monotonic clock).
+Status ApplyShard(const BenchFlags& f, load::RunSpec& run) {
+  auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  if (!f.shard.empty()) {
+    unsigned index = 0, count = 0;
+    char slash = 0, extra = 0;
+    if (std::sscanf(f.shard.c_str(), "%u%c%u%c", &index, &slash, &count, &extra) != 3 || slash != '/' || count == 0 ||
+        count > 10000 || index >= count) {
+      return usage(fmt::format("--shard: '{}' is not I/N with 0 <= I < N <= 10000 (shard 0/4 is the first of four)", f.shard));
+    }
+    if (count > 1 && run.steps.size() != 1) {
+      return usage(fmt::format("--shard: {} steps; a sharded load is one step (the shards of a sweep's later steps would "
+                               "start apart): run one load per step", run.steps.size()));
+    }
+    if (count > 1 && f.start_at.empty()) return usage("--shard: needs --start-at, the instant every shard starts the load at");
+    run.shard_index = index;
+    run.shard_count = count;
+  }
+  if (!f.start_at.empty()) {
+    const std::optional<std::int64_t> at_ns = ParseInstant(f.start_at);
+    if (!at_ns) return usage(fmt::format("--start-at: '{}' is not 2026-12-01T22:00:00Z (UTC) or Unix seconds", f.start_at));
+    const std::int64_t now_ns =
+        std::chrono::duration_cast<Nanos>(RealClock().WallNow().time_since_epoch()).count();
+    const double ahead_s = static_cast<double>(*at_ns - now_ns) / 1e9;
+    if (ahead_s < 0) return usage(fmt::format("--start-at: {} passed {:.1f} s ago; every shard must start together", f.start_at, -ahead_s));
+    if (ahead_s > 86400) return usage(fmt::format("--start-at: {} is more than a day away", f.start_at));
+    run.start_at = RealClock().Now() + Nanos(*at_ns - now_ns);
+    fmt::print(stderr, "bakeoff bench: the load starts at {} (in {:.1f} s){}\n", f.start_at, ahead_s,
+               run.shard_count > 1 ? fmt::format(", as shard {} of {}", run.shard_index, run.shard_count) : "");
+  }
+  return Ok{};
+}
 
 
 Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
@@ -91,6 +157,7 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   if (f.workers == 0 || f.workers > 256) return usage("--workers: must be between 1 and 256");
   config.run.workers = f.workers;
   config.run.seed = f.load.seed;
+  if (Status shard = ApplyShard(f, config.run); !shard.ok()) return shard.error();
   config.calibrate_prompt = !f.no_calibrate;
   Result<double> tolerance = ParsePercent("--prompt-tolerance", f.prompt_tolerance);
   if (!tolerance.ok()) return usage(tolerance.error().message);
@@ -155,7 +222,9 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
                        {"prompt_tolerance", f.prompt_tolerance}, {"engine", engine_used},
                        {"metrics_interval", f.metrics_interval}, {"metrics_path", config.metrics_path},
                        {"engine_pid", f.engine_pid}, {"gpu_telemetry", !f.no_gpu_telemetry},
-                       {"price_per_hour", f.price_per_hour}});
+                       {"price_per_hour", f.price_per_hour},
+                       {"shard", fmt::format("{}/{}", config.run.shard_index, config.run.shard_count)},
+                       {"start_at", f.start_at.empty() ? nlohmann::json() : nlohmann::json(f.start_at)}});
   return config;
 }
 
@@ -195,6 +264,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   c->add_option("--url", flags->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   AddLoadOptions(*c, flags->load);
   c->add_option("--workers", flags->workers, "Client threads, one event loop each")->capture_default_str();
+  c->add_option("--shard", flags->shard,
+                "I/N: send shard I (from 0) of N processes running this same load (same flags and seed, one step): "
+                "open-loop sends with index I modulo N, 1/N of a closed loop (docs/kubernetes.md)");
+  c->add_option("--start-at", flags->start_at,
+                "Start the load at this instant (2026-12-01T22:00:00Z, UTC, or Unix seconds), the same in every shard");
   c->add_option("--api-key-env", flags->api_key_env, "Environment variable holding a bearer token")->capture_default_str();
   c->add_option("--connect-timeout", flags->connect_timeout)->capture_default_str();
   c->add_option("--first-byte-timeout", flags->first_byte_timeout)->capture_default_str();

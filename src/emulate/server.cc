@@ -23,6 +23,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <ctime>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -76,6 +77,27 @@ constexpr Nanos kAcceptRetry = std::chrono::milliseconds(50);
 constexpr Nanos kAbortGrace = std::chrono::seconds(2);
 
 constexpr std::string_view kEmulatedHeader = "X-Bakeoff-Emulated: true\r\n";
+
+// The Date header line every origin server with a clock sends (RFC 9110 6.6.1), in IMF-fixdate;
+// formatted once a second per thread. Shards read the server's clock from it (target/clock_offset.h).
+const std::string& DateHeaderLine() {
+  thread_local std::time_t formatted_second = -1;
+  thread_local std::string line;
+  // The precise clock, as a server's time of day is: time() reads a coarse one that turns its
+  // second up to a tick late.
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (now != formatted_second) {
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    line = fmt::format("date: {}, {:02d} {} {:04d} {:02d}:{:02d}:{:02d} GMT\r\n", kDays[utc.tm_wday], utc.tm_mday,
+                       kMonths[utc.tm_mon], utc.tm_year + 1900, utc.tm_hour, utc.tm_min, utc.tm_sec);
+    formatted_second = now;
+  }
+  return line;
+}
 constexpr std::string_view kKeepAliveComment = ": keep-alive\n\n";
 
 constexpr std::array<std::string_view, 4> kStageNames = {"download", "load", "compile", "warmup"};
@@ -877,6 +899,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AppendStreamHead() {
     fmt::format_to(std::back_inserter(pending_head_), "HTTP/1.1 200 OK\r\ncontent-type: {}\r\n",
                    StreamContentType(renderer_->spec().wire));
+    pending_head_ += DateHeaderLine();
     pending_head_ += "cache-control: no-cache\r\n";
     pending_head_ += kEmulatedHeader;
     if (chunked_) {
@@ -897,8 +920,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void SendBody(int status, std::string_view content_type, std::string_view body,
                 std::string_view extra_headers = {}) {
     fmt::format_to(std::back_inserter(pending_head_),
-                   "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}{}{}\r\n", status,
-                   Reason(status), content_type, body.size(), kEmulatedHeader, extra_headers,
+                   "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}{}{}{}\r\n", status,
+                   Reason(status), content_type, body.size(), DateHeaderLine(), kEmulatedHeader, extra_headers,
                    keep_alive_ ? "" : "connection: close\r\n");
     pending_head_ += body;
     raw_response_ = true;

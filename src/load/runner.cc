@@ -98,6 +98,12 @@ struct ReadyRequest {
   std::uint32_t prompt_tokens_planned = 0;
 };
 
+// This shard's part of `total` things dealt round robin over the shards (indices shard_index,
+// shard_index + shard_count, ...).
+std::uint64_t ShardShare(const RunSpec& run, std::uint64_t total) {
+  return total / run.shard_count + (run.shard_index < total % run.shard_count ? 1 : 0);
+}
+
 // Scheduled requests prepared ahead of their instants, per worker (bursts of simultaneous
 // arrivals are common in real traces), and how close to the next send instant preparing stops.
 constexpr std::size_t kPrepareAhead = 32;
@@ -206,13 +212,16 @@ class Worker {
     const StepLimits& limits = context_.step->limits;
     const MonoTime now = RealClock().Now();
     const bool warmup_by_time = now < context_.t0 + limits.warmup;
-    const std::uint64_t id = context_.closed_loop_next_id.fetch_add(1);
+    // Ids interleave across shards (a shard's own count times the shards, plus its index), so the
+    // records of all shards of one run never share an id.
+    const RunSpec& run = *context_.run;
+    const std::uint64_t id = context_.closed_loop_next_id.fetch_add(1) * run.shard_count + run.shard_index;
     const bool warmup = warmup_by_time || id < limits.warmup_requests;
     if (!warmup) {
       const bool past_window =
           limits.duration && now >= context_.t0 + limits.warmup + *limits.duration;
       const bool count_reached =
-          limits.requests && context_.closed_loop_measured.fetch_add(1) >= *limits.requests;
+          limits.requests && context_.closed_loop_measured.fetch_add(1) >= ShardShare(run, *limits.requests);
       if (past_window || count_reached) {
         closed_loop_done_ = true;
         return;
@@ -416,6 +425,7 @@ class Worker {
 std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std::atomic<bool>& stop,
                                 const std::function<void(std::size_t, const Progress&)>& on_tick) {
   BAKEOFF_CHECK(spec.workers >= 1);
+  BAKEOFF_CHECK(spec.shard_index < spec.shard_count);
   const PromptText prompts;
   std::vector<StepResult> results;
   for (std::size_t s = 0; s < spec.steps.size() && !stop.load() &&
@@ -448,11 +458,14 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     context.stop = &stop;
     context.progress = &progress;
     context.prompts = &prompts;
-    context.t0 = RealClock().Now() + spec.start_lead;
+    context.t0 = s == 0 && spec.start_at ? *spec.start_at : RealClock().Now() + spec.start_lead;
 
     std::vector<std::unique_ptr<Worker>> workers;
+    // A shard's workers are its share of every shard's workers: worker w is the shard_index + w x
+    // shard_count-th of shard_count x workers, so the sends are dealt as one process would deal them.
     for (std::uint32_t w = 0; w < spec.workers; ++w) {
-      workers.push_back(std::make_unique<Worker>(context, w, spec.workers));
+      workers.push_back(std::make_unique<Worker>(context, spec.shard_index + w * spec.shard_count,
+                                                 spec.workers * spec.shard_count));
     }
     std::vector<std::thread> threads;
     std::atomic<std::size_t> running{workers.size()};
@@ -472,7 +485,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
     StepResult result;
     result.spec = step;
     result.t0 = context.t0;
-    result.planned = step.mode == LoopMode::kOpen ? workers.front()->ScheduleLength() : planned;
+    result.planned = ShardShare(spec, step.mode == LoopMode::kOpen ? workers.front()->ScheduleLength() : planned);
     result.interrupted = stop.load();
     result.session_turns_skipped = context.session_turns_skipped.load();
     result.stopped_reason = context.stopped_reason;

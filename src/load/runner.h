@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,15 @@ struct RunSpec {
   // kGiveUpMinFailures failures in a row (of any kind but cancelled), the first this long ago.
   Nanos give_up_after = std::chrono::seconds(10);
   Nanos start_lead = std::chrono::milliseconds(50);  // t0 = now + lead, so workers start together
+  // Shard `shard_index` of `shard_count` processes that run one load together (bench --shard): this
+  // one sends the open-loop and trace sends whose index is shard_index modulo shard_count (a trace's
+  // later turns go with their session's first), and its share of a closed loop's concurrency and
+  // measured requests, under ids no other shard uses. Every shard must run the same steps, seed and
+  // --workers. REQUIRES: shard_index < shard_count.
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
+  // The first step's t0 (bench --start-at, the same instant in every shard); unset: now + start_lead.
+  std::optional<MonoTime> start_at;
   std::vector<measure::SloThreshold> slo;  // per-request thresholds the recorders count goodput by
 };
 

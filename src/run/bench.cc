@@ -12,6 +12,7 @@
 #include "dialect/tokenize.h"
 #include "load/prompt_text.h"
 #include "target/discovery.h"
+#include "target/clock_offset.h"
 #include "target/prompt_calibration.h"
 
 namespace bakeoff::run {
@@ -362,6 +363,28 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     calibration["tolerance"] = config.prompt_tolerance;
   }
 
+  // Shards start at an instant of their own clocks: how far each is from the target's is recorded,
+  // so merged shards can be judged (clock skew shifts a shard's sends against the others').
+  nlohmann::json clock = nullptr;
+  if (config.run.start_at) {
+    const Nanos until_start = *config.run.start_at - RealClock().Now();
+    const Nanos budget = std::min<Nanos>(std::chrono::seconds(3), until_start - std::chrono::milliseconds(500));
+    Result<target::ClockOffset> offset =
+        budget > std::chrono::milliseconds(1200)
+            ? target::MeasureClockOffset(target.endpoint, target.client, "/v1/models", budget)
+            : Result<target::ClockOffset>(MakeError(ErrorCode::kUnavailable, "the start was too near to measure it"));
+    if (offset.ok()) {
+      clock = {{"method", "date_header"}, {"path", offset->path}, {"offset_ms", offset->offset_ms},
+               {"uncertainty_ms", offset->uncertainty_ms}, {"requests", offset->requests}};
+      log(fmt::format("clock: the target's is {:+.1f} ms from this machine's (+- {:.1f} ms, from its Date headers)",
+                      offset->offset_ms, offset->uncertainty_ms));
+    } else {
+      clock = {{"method", nullptr}, {"not_measured", offset.error().message}};
+      log("clock: not measured against the target: " + offset.error().message);
+    }
+    if (stop.load()) return stopped_early();
+  }
+
   std::error_code ec;
   const bool out_existed = std::filesystem::exists(config.out_dir, ec);
   std::filesystem::create_directories(config.out_dir, ec);
@@ -443,6 +466,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
         "emulated engine: these figures describe bakeoff's model of an engine, not a real engine";
   }
   summary["prompt_calibration"] = calibration;
+  if (!clock.is_null()) summary["clock"] = clock;
   summary["metrics_file"] = timeline ? nlohmann::json("metrics.jsonl") : nlohmann::json();
   summary["resources"] = ResourcesJson(outcome, config.price_per_hour);
   summary["metrics_problems"] = timeline ? nlohmann::json(timeline->Problems()) : nlohmann::json::array();

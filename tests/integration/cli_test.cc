@@ -35,6 +35,12 @@ TEST(CliTest, InvalidFlagsNameTheFlagAndExitTwo) {
       {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--api", "grpc"}, "--api"},
       {{"bench", "--requests", "1"}, "--url"},
       {{"bench", "--url", "http://127.0.0.1:1", "--requests", "x"}, "--requests"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--shard", "3/3", "--start-at", "4000000000"}, "--shard"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--shard", "0/2"}, "needs --start-at"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--start-at", "2020-01-01T00:00:00Z"}, "passed"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--start-at", "tomorrow"}, "--start-at"},
+      {{"bench", "--url", "http://127.0.0.1:1", "--requests", "1", "--concurrency", "1,2", "--shard", "1/2",
+        "--start-at", "4000000000"}, "one load per step"},
   };
   for (const auto& [args, flag] : cases) {
     const Finished f = RunBakeoff(args);
@@ -201,6 +207,12 @@ TEST(CliTest, K8sLintExitsByWhatItFound) {
   EXPECT_NE(missing.output.find("image_latest"), std::string::npos) << "the readable file is still linted";
   const Finished no_bundle = RunBakeoff({"k8s", "lint", dir + "good.yaml", "--bundle", "/nonexistent-bundle"});
   EXPECT_EQ(no_bundle.exit_code, 2) << no_bundle.output;
+}
+
+TEST(CliTest, K8sRenderRefusesWhatIsNoBundle) {
+  const Finished none = RunBakeoff({"k8s", "render", "/nonexistent-bundle"});
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("/nonexistent-bundle: not a study bundle"), std::string::npos) << none.output;
 }
 
 }  // namespace
