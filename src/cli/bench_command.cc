@@ -21,7 +21,6 @@
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
 #include "cli/table.h"
-#include "core/yaml_doc.h"
 #include "target/adapters.h"
 #include "target/discovery.h"
 #include "target/metrics_timeline.h"
@@ -53,34 +52,6 @@ struct BenchFlags {
   std::string shard;     // "I/N": this process is shard I (from 0) of N running one load
   std::string start_at;  // an instant every shard starts at: RFC 3339 UTC or Unix seconds
 };
-
-// "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (UTC) or whole Unix seconds, as nanoseconds since 1970.
-std::optional<std::int64_t> ParseInstant(std::string_view text) {
-  if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    if (text.size() > 11) return std::nullopt;
-    return std::stoll(std::string(text)) * 1'000'000'000;
-  }
-  if (text.size() < 20 || text[10] != 'T' || text.back() != 'Z' || text[13] != ':' || text[16] != ':') return std::nullopt;
-  const std::optional<std::int64_t> days = yaml::ParseIsoDate(text.substr(0, 10));
-  auto two = [&](size_t at) -> int {
-    const char a = text[at], b = text[at + 1];
-    return a >= '0' && a <= '9' && b >= '0' && b <= '9' ? (a - '0') * 10 + (b - '0') : -1;
-  };
-  const int h = two(11), m = two(14), sec = two(17);
-  if (!days || h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59) return std::nullopt;
-  std::int64_t fraction_ns = 0;
-  std::string_view rest = text.substr(19, text.size() - 20);
-  if (!rest.empty()) {
-    if (rest.front() != '.' || rest.size() < 2 || rest.size() > 10) return std::nullopt;
-    std::int64_t scale = 100'000'000;
-    for (char c : rest.substr(1)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      fraction_ns += (c - '0') * scale;
-      scale /= 10;
-    }
-  }
-  return ((*days * 24 + h) * 60 + m) * 60'000'000'000LL + sec * 1'000'000'000LL + fraction_ns;
-}
 
 // --shard and --start-at onto the run: which share of the load this process sends, and when the
 // load starts (mapped from the wall clock onto this process's monotonic clock).

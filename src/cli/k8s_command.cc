@@ -10,6 +10,8 @@
 // deployment baseline from the bundle's measurements (deploy/manifest_render.h), on stdout or in
 // FILE; what had to be a default is said on stderr. Exit codes: 0 written; 2 usage, a bundle that
 // does not read, an unknown or emulated candidate.
+// And `bakeoff k8s load-job --image I --shards N --start-at T -- BENCH FLAGS`: the Indexed Job of a
+// sharded load (deploy/load_job.h). Exit codes: 0 written; 2 usage.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -20,6 +22,8 @@
 
 #include "cli/cli.h"
 #include "core/file.h"
+#include "cli/load_flags.h"
+#include "deploy/load_job.h"
 #include "deploy/manifest_lint.h"
 #include "deploy/manifest_render.h"
 #include "study/bundle_reader.h"
@@ -180,10 +184,31 @@ int RunK8sRender(const K8sRenderFlags& f) {
   return kExitOk;
 }
 
+int RunK8sLoadJob(const deploy::LoadJobInputs& in, const std::string& out) {
+  Result<std::string> yaml = !ParseInstant(in.start_at)
+                                 ? Result<std::string>(MakeError(ErrorCode::kInvalidInput,
+                                       fmt::format("--start-at: '{}' is not 2026-12-01T22:00:00Z (UTC) or Unix seconds", in.start_at)))
+                                 : deploy::RenderLoadJob(in);
+  if (!yaml.ok()) {
+    fmt::print(stderr, "bakeoff k8s load-job: {}\n", yaml.error().message);
+    return kExitUsage;
+  }
+  if (out.empty() || out == "-") {
+    fmt::print("{}", *yaml);
+    return kExitOk;
+  }
+  if (Status written = WriteFileAtomically(out, *yaml); !written.ok()) {
+    fmt::print(stderr, "bakeoff k8s load-job: {}\n", written.error().message);
+    return kExitUsage;
+  }
+  fmt::print(stderr, "bakeoff k8s load-job: wrote {}\n", out);
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddK8sCommand(CLI::App& app, int* exit_code) {
-  CLI::App* k8s = app.add_subcommand("k8s", "Kubernetes: render the deployment baseline from a study, check manifests against the method's checklist");
+  CLI::App* k8s = app.add_subcommand("k8s", "Kubernetes: render the deployment baseline from a study, check manifests against the method's checklist, run one load from many pods");
   k8s->require_subcommand(1);
   auto flags = std::make_shared<K8sLintFlags>();
   CLI::App* lint = k8s->add_subcommand(
@@ -211,6 +236,26 @@ void AddK8sCommand(CLI::App& app, int* exit_code) {
   render->add_flag("--kserve", render_flags->kserve, "A KServe ServingRuntime and InferenceService instead");
   render->add_option("--out", render_flags->out, "Write the manifests to this file (default: stdout)");
   render->callback([render_flags, exit_code] { *exit_code = RunK8sRender(*render_flags); });
+
+  auto job = std::make_shared<deploy::LoadJobInputs>();
+  auto job_out = std::make_shared<std::string>();
+  CLI::App* load_job = k8s->add_subcommand(
+      "load-job",
+      "Write the Indexed Job that runs one load from many pods: pod I runs `bakeoff bench --shard I/N --start-at T` "
+      "with the bench flags given after --, spread over nodes, never retried; results as a tarball in each pod's log "
+      "(or on --claim), with the commands that collect them (docs/kubernetes.md).\n"
+      "Exit: 0 written, 2 usage.");
+  load_job->add_option("--image", job->image, "An image with the bakeoff binary, sh, tar and base64")->required();
+  load_job->add_option("--shards", job->shards, "Pods, one shard each")->required();
+  load_job->add_option("--start-at", job->start_at, "When every shard starts: 2026-12-01T22:00:00Z (UTC) or Unix seconds")->required();
+  load_job->add_option("--name", job->name, "The Job's name")->capture_default_str();
+  load_job->add_option("--namespace", job->namespace_name, "The Job's namespace (default: none written)");
+  load_job->add_option("--claim", job->claim, "A PersistentVolumeClaim (ReadWriteMany) for the results instead of the logs");
+  load_job->add_option("--cpu", job->cpu, "CPU per shard, requested and limited")->capture_default_str();
+  load_job->add_option("--memory", job->memory, "Memory per shard, requested and limited")->capture_default_str();
+  load_job->add_option("--out", *job_out, "Write the Job to this file (default: stdout)");
+  load_job->add_option("bench_flags", job->bench_args, "After --: the bench flags every shard runs with (--url ...)");
+  load_job->callback([job, job_out, exit_code] { *exit_code = RunK8sLoadJob(*job, *job_out); });
 }
 
 }  // namespace bakeoff::cli

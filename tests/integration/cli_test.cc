@@ -215,5 +215,20 @@ TEST(CliTest, K8sRenderRefusesWhatIsNoBundle) {
   EXPECT_NE(none.output.find("/nonexistent-bundle: not a study bundle"), std::string::npos) << none.output;
 }
 
+TEST(CliTest, K8sLoadJobNeedsAnInstantAndAnUrl) {
+  const Finished no_url = RunBakeoff({"k8s", "load-job", "--image", "x", "--shards", "2", "--start-at", "4000000000",
+                                      "--", "--rate", "5"});
+  EXPECT_EQ(no_url.exit_code, 2) << no_url.output;
+  EXPECT_NE(no_url.output.find("need --url"), std::string::npos) << no_url.output;
+  const Finished bad_instant = RunBakeoff({"k8s", "load-job", "--image", "x", "--shards", "2", "--start-at", "soon",
+                                           "--", "--url", "http://e"});
+  EXPECT_EQ(bad_instant.exit_code, 2) << bad_instant.output;
+  EXPECT_NE(bad_instant.output.find("--start-at: 'soon'"), std::string::npos) << bad_instant.output;
+  const Finished job = RunBakeoff({"k8s", "load-job", "--image", "x", "--shards", "3", "--start-at",
+                                   "2026-12-01T22:00:00Z", "--", "--url", "http://e", "--rate", "5"});
+  EXPECT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("completions: 3"), std::string::npos) << job.output;
+}
+
 }  // namespace
 }  // namespace bakeoff
