@@ -45,7 +45,7 @@ TEST(LoadJobTest, ResultsGoToAClaimWhenOneIsNamed) {
   Result<std::string> yaml = RenderLoadJob(in);
   ASSERT_TRUE(yaml.ok());
   EXPECT_NE(yaml->find("persistentVolumeClaim: {claimName: load-results}"), std::string::npos);
-  EXPECT_EQ(yaml->find("base64 \\n"), std::string::npos);
+  EXPECT_EQ(yaml->find(kResultsBegin), std::string::npos) << "a claimed Job prints no tarball";
   if (const char* dir = std::getenv("BAKEOFF_K8S_RENDER_DIR")) {
     ASSERT_TRUE(WriteFileAtomically(std::string(dir) + "/load-job-claim.yaml", *yaml).ok());
   }
