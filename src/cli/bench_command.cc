@@ -58,12 +58,12 @@ struct BenchFlags {
 Status ApplyShard(const BenchFlags& f, load::RunSpec& run) {
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
   if (!f.shard.empty()) {
-    unsigned index = 0, count = 0;
-    char slash = 0, extra = 0;
-    if (std::sscanf(f.shard.c_str(), "%u%c%u%c", &index, &slash, &count, &extra) != 3 || slash != '/' || count == 0 ||
-        count > 10000 || index >= count) {
-      return usage(fmt::format("--shard: '{}' is not I/N with 0 <= I < N <= 10000 (shard 0/4 is the first of four)", f.shard));
+    const std::optional<load::ShardId> shard = load::ParseShard(f.shard);
+    if (!shard) {
+      return usage(fmt::format("--shard: '{}' is not I/N with 0 <= I < N <= {} (shard 0/4 is the first of four)", f.shard,
+                               load::kMaxShards));
     }
+    const auto [index, count] = *shard;
     if (count > 1 && run.steps.size() != 1) {
       return usage(fmt::format("--shard: {} steps; a sharded load is one step (the shards of a sweep's later steps would "
                                "start apart): run one load per step", run.steps.size()));

@@ -38,6 +38,7 @@ int Main(int argc, char** argv) {
   AddCompareCommand(app, &exit_code);
   AddReportCommand(app, &exit_code);
   AddK8sCommand(app, &exit_code);
+  AddMergeCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

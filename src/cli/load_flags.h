@@ -94,9 +94,6 @@ Result<Nanos> ParseDuration(const std::string& flag, std::string text);
 // "5%" or "5": a percentage (0 to 1000), as a fraction.
 Result<double> ParsePercent(const std::string& flag, std::string text);
 
-// An instant as `--start-at` takes it: "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (UTC) or whole Unix
-// seconds, as nanoseconds since 1970; nullopt for anything else.
-std::optional<std::int64_t> ParseInstant(std::string_view text);
 
 // The load flags as given, for summary.json's "config".
 nlohmann::json LoadFlagsJson(const LoadFlags& flags, const LoadSetup& setup);

@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <string>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace bakeoff {
 
@@ -36,6 +38,10 @@ class SteadyClock final : public Clock {
 
 // Process-wide real clock.
 const Clock& RealClock();
+
+// An instant as `--start-at` takes it: "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (UTC) or whole Unix
+// seconds, as nanoseconds since 1970; nullopt for anything else.
+std::optional<std::int64_t> ParseInstant(std::string_view text);
 
 // Time moves only when Advance() or Set() is called.
 class ManualClock final : public Clock {

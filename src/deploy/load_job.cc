@@ -77,7 +77,8 @@ Result<std::string> RenderLoadJob(const LoadJobInputs& in) {
         "#   done\n",
         kResultsBegin, kResultsEnd, name, in.shards - 1, selector);
   }
-  yaml += "# Each shard-I/summary.json stands alone; merging them into one summary (`bakeoff merge`) is not built yet.\n";
+  yaml += "# Then merge the shards into one run (every percentile from all their records, their clocks' skew reported):\n"
+          "#   bakeoff merge shard-* --out merged\n";
   yaml += "apiVersion: batch/v1\nkind: Job\nmetadata:\n";
   yaml += fmt::format("  name: {}\n", name);
   if (!in.namespace_name.empty()) yaml += fmt::format("  namespace: {}\n", DnsLabel(in.namespace_name));

@@ -1,5 +1,7 @@
 #include "load/runner.h"
 
+#include <charconv>
+
 #include <time.h>
 
 #include <fmt/format.h>
@@ -421,6 +423,20 @@ class Worker {
 };
 
 }  // namespace
+
+std::optional<ShardId> ParseShard(std::string_view text) {
+  const std::size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const auto number = [](std::string_view digits) -> std::optional<std::uint32_t> {
+    std::uint32_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    return value;
+  };
+  const std::optional<std::uint32_t> index = number(text.substr(0, slash)), count = number(text.substr(slash + 1));
+  if (!index || !count || *count == 0 || *count > kMaxShards || *index >= *count) return std::nullopt;
+  return ShardId{*index, *count};
+}
 
 std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std::atomic<bool>& stop,
                                 const std::function<void(std::size_t, const Progress&)>& on_tick) {

@@ -67,6 +67,15 @@ struct StepSpec {
   std::uint32_t baseline = 0;
 };
 
+// One process's place in a sharded load: shard `index` (from 0) of `count`.
+struct ShardId {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+};
+inline constexpr std::uint32_t kMaxShards = 10000;
+// "I/N" (digits only) with 0 <= I < N <= kMaxShards; nullopt for anything else.
+std::optional<ShardId> ParseShard(std::string_view text);
+
 struct RunSpec {
   TargetSpec target;
   RequestShape shape;

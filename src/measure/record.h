@@ -2,21 +2,23 @@
 //
 // Owns: what bakeoff knows about one request (RequestRecord: every instant it had, its token
 // events, token counts and its single Outcome), the fixed outcome taxonomy, and the raw-record
-// line format of records.jsonl (docs/formats/records.md).
+// line format of records.jsonl (docs/formats/records.md), written and read back.
 // Does not own: deciding when to send (load/) or aggregate figures (analyze/).
 //
 // Definitions of every derived figure live in docs/TERMINOLOGY.md; this file only stores instants.
-// Thread-safety: plain values.
+// Thread-safety: plain values; a RecordLineReader is used by one thread at a time.
 // Units: instants are MonoTime; in records.jsonl they are integer nanoseconds since the run's t0.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/result.h"
 
 namespace bakeoff::measure {
 
@@ -91,5 +93,24 @@ struct RequestRecord {
 
 // Serialises one record as a single JSON line (no trailing newline), times relative to `t0`.
 std::string RecordToJsonLine(const RequestRecord& record, MonoTime t0);
+
+// Parses a records.jsonl line back into the record RecordToJsonLine wrote (instants relative to
+// `t0`; token events from first_token_ns, which is the first event's instant). The derived fields
+// (output_tokens, output_tokens_estimated) are not read back. kInvalidInput names the field that
+// is missing, of the wrong type or out of range ("not a JSON object" for a line that is not); a
+// record it returns can be fed to a StepRecorder (an ok request has its send start).
+class RecordLineReader {
+ public:
+  RecordLineReader();
+  ~RecordLineReader();
+  RecordLineReader(const RecordLineReader&) = delete;
+  RecordLineReader& operator=(const RecordLineReader&) = delete;
+
+  Result<RequestRecord> Read(std::string_view line, MonoTime t0);
+
+ private:
+  struct Parser;
+  std::unique_ptr<Parser> parser_;
+};
 
 }  // namespace bakeoff::measure

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "core/digest.h"
 #include "core/file.h"
 #include "dialect/tokenize.h"
 #include "load/prompt_text.h"
@@ -309,6 +310,65 @@ RequestIntent FitRequestToEngine(dialect::GenerationRequest& request, const targ
   return intent;
 }
 
+namespace {
+
+// The trace's content as the schedule uses it, request by request (its path and source lines aside).
+std::string TraceContentSha256(const workload::Trace& trace) {
+  Sha256 digest;
+  std::string buffer = fmt::format("block_tokens {} arrivals_known {}\n", trace.block_tokens, trace.arrivals_known);
+  const auto field = [&](std::string_view text) {
+    fmt::format_to(std::back_inserter(buffer), "{}:", text.size());
+    buffer.append(text);
+  };
+  for (const workload::TraceRequest& r : trace.requests) {
+    fmt::format_to(std::back_inserter(buffer), "{} {} {} {} {} {} {} {}", r.arrival_s, r.input_tokens, r.output_tokens,
+                   r.turn.value_or(~0U), r.think_time_s.value_or(-1), r.structured_output, r.priority.value_or(-1),
+                   r.tokens_estimated);
+    for (const std::optional<std::string>* text : {&r.prompt, &r.prefix_group, &r.session_id, &r.model}) {
+      buffer.push_back(text->has_value() ? '+' : '-');
+      if (text->has_value()) field(**text);
+    }
+    for (const workload::ChatMessage& m : r.messages) {
+      field(m.role);
+      field(m.content);
+    }
+    buffer.push_back('|');
+    for (std::uint64_t hash : r.prefix_hashes) fmt::format_to(std::back_inserter(buffer), "{},", hash);
+    buffer.push_back('\n');
+    if (buffer.size() > (1 << 16)) {
+      digest.Update(buffer);
+      buffer.clear();
+    }
+  }
+  digest.Update(buffer);
+  return digest.FinishHex();
+}
+
+}  // namespace
+
+nlohmann::json ScheduleDefiningConfig(const nlohmann::json& flags) {
+  nlohmann::json schedule = flags;
+  if (!schedule.is_object()) return schedule;
+  for (const char* key : kPerProcessConfigKeys) schedule.erase(key);
+  schedule.erase("structured_spec");
+  if (schedule.contains("trace_import") && schedule["trace_import"].is_object()) schedule["trace_import"].erase("file");
+  return schedule;
+}
+
+nlohmann::json ScheduleIdentity(const nlohmann::json& flags, const workload::Trace* trace,
+                                const std::optional<dialect::OutputConstraint>& constraint) {
+  nlohmann::json identity = {
+      {"covers", "the configuration but its per-process fields, the trace's content and the structured output spec"}};
+  std::string hashed = ScheduleDefiningConfig(flags).dump();
+  if (trace != nullptr) {
+    identity["trace_sha256"] = TraceContentSha256(*trace);
+    hashed += "\ntrace " + identity["trace_sha256"].get<std::string>();
+  }
+  if (constraint) hashed += fmt::format("\nconstraint {}:{}", static_cast<int>(constraint->kind), Sha256Hex(constraint->spec));
+  identity["sha256"] = Sha256Hex(hashed);
+  return identity;
+}
+
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags) {
   nlohmann::json summary;
   summary["schema_version"] = kSummarySchemaVersion;
@@ -452,6 +512,7 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
     }
   }
   nlohmann::json summary = SummaryPreamble(config.run.seed, config.flags);
+  summary["schedule"] = ScheduleIdentity(config.flags, config.trace.get(), config.run.target.constraint);
   summary["started_at"] = started;
   summary["finished_at"] = UtcNowIso();
   summary["target"] = {{"url", config.url},

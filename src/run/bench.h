@@ -103,6 +103,21 @@ class JsonlRecordSink final : public load::RecordSink {
   std::atomic<bool> failed_{false};
 };
 
+// The configuration keys (BenchConfig::flags) that say how one process took part in a load, not
+// which load it sent: the shards of one load differ only in these.
+inline constexpr const char* kPerProcessConfigKeys[] = {
+    "url", "workers", "shard", "start_at", "api_key_env", "insecure", "engine_pid", "gpu_telemetry",
+    "metrics_interval", "metrics_path", "price_per_hour", "trace"};
+// `flags` without the per-process keys and without the paths of the trace and of the structured
+// output spec (their contents count instead).
+nlohmann::json ScheduleDefiningConfig(const nlohmann::json& flags);
+// summary.json "schedule": a sha256 over ScheduleDefiningConfig, the trace's content (every
+// request's arrival, lengths, text, prefix blocks and session) and the output constraint's spec.
+// Equal for the shards of one load; runs with equal digests sent the same schedule under the same
+// settings (the SLO, deadlines and tolerances are hashed too: merged shards must share them).
+nlohmann::json ScheduleIdentity(const nlohmann::json& flags, const workload::Trace* trace,
+                                const std::optional<dialect::OutputConstraint>& constraint);
+
 // The fields every summary.json starts with: schema_version, tool, seed, config.
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 

@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "core/digest.h"
 #include "core/file.h"
 #include "core/yaml_doc.h"
 #include "emulate/engine_preset.h"
@@ -39,15 +39,6 @@ namespace {
 namespace fs = std::filesystem;
 
 Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 // A loopback port nobody listens on right now (the kernel's choice).
 Result<std::uint16_t> FreeLoopbackPort() {

@@ -59,6 +59,16 @@ for i in 0 1; do (cd "$out/collected" && eval "$pipeline" <"$out/log-$i"); done
   if (measured !== 60) throw new Error(`the shards measured ${measured} requests, the load was 60`);
   if (ids.join() !== [...Array(60).keys()].join()) throw new Error(`the ids are not 0..59, the one-process load: ${ids}`);' \
   "$out/collected")
-echo "load-job: 2 shards, 60 requests, ids 0..59, collected from their logs"
+# The merge command as the Job's comments write it: one run of the whole load.
+merge=$(grep -o '#   bakeoff merge .*' "$out/job.yaml" | sed 's/^#   //')
+[ -n "$merge" ] || { echo "no merge command in the Job's comments" >&2; exit 1; }
+(cd "$out/collected" && export PATH="$out/bin:$PATH" && eval "$merge" >"$out/merge.log" 2>&1) ||
+  { echo "the merge failed: $(cat "$out/merge.log")" >&2; exit 1; }
+(cd "$src" && node -e 'const summary = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const measured = summary.steps[0].requests.measured;
+  if (measured !== 60) throw new Error(`the merged run measured ${measured} requests, the load was 60`);
+  if (summary.merged.shards.length !== 2) throw new Error("the merged run does not list its 2 shards");' \
+  "$out/collected/merged/summary.json")
+echo "load-job: 2 shards, 60 requests, ids 0..59, collected from their logs and merged into one run"
 exit 0
 }
