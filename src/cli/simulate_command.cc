@@ -115,6 +115,7 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     fmt::print(stderr, "bakeoff simulate: {}\n", outcome.error().message);
     return outcome.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
   }
+  for (const std::string& note : outcome->notes) log(note);
   return ReportRun(outcome.value(), stop.ExitCode());
 }
 

@@ -164,9 +164,9 @@ std::string RenderPrometheusMetrics(std::string_view model_name, const EngineCou
   // Counters.
   w.Counter("vllm:prefix_cache_queries_total",
             "Prefix cache queries, in terms of number of queried tokens.",
-            FormatValue(engine.kv.prefix_queries_tokens));
+            FormatValue(engine.prefix_queries_tokens));
   w.Counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
-            FormatValue(engine.kv.prefix_hit_tokens));
+            FormatValue(engine.prefix_hit_tokens));
   w.Counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.",
             FormatValue(engine.preemptions));
   w.Counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.",

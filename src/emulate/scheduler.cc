@@ -303,10 +303,17 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
       }
       m.waiting.pop_front();
       if (new_adapter) running_loras.push_back(seq->lora);
+      const auto queried = static_cast<std::uint64_t>(context.size());
+      const auto hit = static_cast<std::uint64_t>(seq->kv.cached_tokens);
       if (seq->first_cached < 0) {
         seq->first_cached = seq->computed;
         seq->admitted = now;
         m.counters.prompt_tokens += static_cast<std::uint64_t>(seq->prompt_len);
+        m.counters.prefix_queries_tokens += queried;
+        m.counters.prefix_hit_tokens += hit;
+      } else {
+        m.counters.resumed_queries_tokens += queried;
+        m.counters.resumed_hit_tokens += hit;
       }
       seq->running = true;
       m.running.push_back(seq);

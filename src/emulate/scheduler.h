@@ -97,6 +97,15 @@ struct EngineCounters {
   std::uint64_t prefill_tokens = 0;     // tokens actually prefilled (recomputes included)
   std::uint64_t generation_tokens = 0;  // output tokens produced
   std::uint64_t lora_loads = 0;         // LoRA adapters loaded into a slot
+  // The prefix cache as vLLM exports it (vllm:prefix_cache_queries and _hits): each request's
+  // prompt tokens looked up once, when it is first admitted, and the tokens found cached. A
+  // preempted request looked up again when it is admitted again (its prompt and generated tokens)
+  // counts in resumed_* instead, as vLLM keeps those apart (preempted_queries, not exported).
+  // kv's own prefix_* count every lookup the cache made, refused admissions included.
+  std::uint64_t prefix_queries_tokens = 0;
+  std::uint64_t prefix_hit_tokens = 0;
+  std::uint64_t resumed_queries_tokens = 0;
+  std::uint64_t resumed_hit_tokens = 0;
   KvCacheStats kv;
 };
 

@@ -260,11 +260,56 @@ nlohmann::json CountersJson(const std::vector<emulate::ReplicaCounters>& replica
                    {"prompt_tokens", e.prompt_tokens},
                    {"prefill_tokens", e.prefill_tokens},
                    {"generation_tokens", e.generation_tokens},
-                   {"prefix_cache_queries_tokens", e.kv.prefix_queries_tokens},
-                   {"prefix_cache_hit_tokens", e.kv.prefix_hit_tokens},
+                   {"prefix_cache_queries_tokens", e.prefix_queries_tokens},
+                   {"prefix_cache_hit_tokens", e.prefix_hit_tokens},
+                   {"prefix_cache_resumed_queries_tokens", e.resumed_queries_tokens},
+                   {"prefix_cache_resumed_hit_tokens", e.resumed_hit_tokens},
                    {"kv_evicted_tokens", e.kv.evicted_tokens}});
   }
   return out;
+}
+
+// How evenly the router spread one step over the replicas, by requests and by work (prefilled and
+// generated tokens), with a note when one replica carried much more than its share or some none.
+nlohmann::json BalanceJson(const std::vector<emulate::ReplicaCounters>& replicas, const emulate::SimConfig& sim,
+                           const std::string& step_label, std::vector<std::string>& notes) {
+  std::uint64_t requests = 0, tokens = 0, idle = 0;
+  std::size_t busiest = 0;
+  const auto work = [](const emulate::ReplicaCounters& c) { return c.engine.prefill_tokens + c.engine.generation_tokens; };
+  for (std::size_t i = 0; i < replicas.size(); ++i) {
+    requests += replicas[i].routed;
+    tokens += work(replicas[i]);
+    if (replicas[i].routed == 0) ++idle;
+    if (work(replicas[i]) > work(replicas[busiest])) busiest = i;
+  }
+  const double n = static_cast<double>(replicas.size());
+  // The busiest replica's load over the mean replica's: 1 is an even spread, n all on one.
+  const auto over_mean = [n](std::uint64_t part, std::uint64_t total) {
+    return total > 0 ? static_cast<double>(part) * n / static_cast<double>(total) : 0.0;
+  };
+  const double work_ratio = over_mean(work(replicas[busiest]), tokens);
+  const double request_share = requests > 0 ? static_cast<double>(replicas[busiest].routed) / static_cast<double>(requests) : 0;
+  nlohmann::json balance = {{"busiest_replica", busiest},
+                            {"busiest_requests_share", request_share},
+                            {"busiest_work_over_mean", work_ratio},
+                            {"max_requests_over_mean", over_mean(std::max_element(replicas.begin(), replicas.end(),
+                                                                                  [](const auto& a, const auto& b) {
+                                                                                    return a.routed < b.routed;
+                                                                                  })->routed,
+                                                                 requests)},
+                            {"idle_replicas", idle}};
+  if (replicas.size() > 1 && requests > 0 && (idle > 0 || work_ratio > kImbalanceNoted)) {
+    std::string why;
+    if (sim.router == emulate::Router::kPrefixAffinity) {
+      why = fmt::format(": prefix-affinity routes by the first {} prompt tokens (--affinity-tokens), and most requests "
+                        "share them",
+                        sim.affinity_tokens);
+    }
+    notes.push_back(fmt::format("{}: replica {} did {:.2f}x the mean replica's work ({:.1f}% of the requests){}{}",
+                                step_label, busiest, work_ratio, 100 * request_share,
+                                idle > 0 ? fmt::format(", {} of {} replicas got none", idle, replicas.size()) : "", why));
+  }
+  return balance;
 }
 
 }  // namespace
@@ -312,7 +357,9 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
     const load::StepResult result = simulation.Run();
     outcome.steps.push_back(analyze::AnalyzeStep(result, config.slo));
     nlohmann::json step = analyze::ToJson(outcome.steps.back());
-    step["simulator"] = {{"replicas", CountersJson(simulation.counters())}};
+    step["simulator"] = {{"replicas", CountersJson(simulation.counters())},
+                         {"balance", BalanceJson(simulation.counters(), config.sim, outcome.steps.back().label,
+                                                 outcome.notes)}};
     steps.push_back(std::move(step));
     kept.push_back({{"step", s}, {"every", simulation.stride()}, {"records", simulation.kept()}});
   }

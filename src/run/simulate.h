@@ -47,6 +47,10 @@ struct RecordsKept {
 };
 std::string_view RecordsKeptName(RecordsKept::Mode mode);  // "auto", "all", "records", "sample", "summary"
 
+// A step's replicas are noted as unbalanced when the busiest did more than this many times the
+// mean replica's work (or some got no request at all): summary.json simulator.balance.
+inline constexpr double kImbalanceNoted = 1.25;
+
 struct SimulateConfig {
   load::RunSpec run;  // steps, shape, seed, and the request template (api, ignore_eos, ...)
   emulate::SimConfig sim;

@@ -142,5 +142,40 @@ TEST(SimulateAgreementTest, SimulateWritesTheRunFilesMarkedEmulatedAndIsDetermin
   EXPECT_EQ(summary["steps"][0]["simulator"]["replicas"][0]["routed"], 125);
 }
 
+// Four replicas behind prefix-affinity, every prompt opening with the same 300-word system
+// message: the router's hash of the first 256 tokens is the same for all, one replica takes every
+// request, and the summary and the notes say so; round-robin spreads the same load evenly.
+TEST(SimulateAgreementTest, AReplicaThatTakesTheWholeLoadIsNotedWithTheRoutersReason) {
+  const auto run_with = [](emulate::Router router, const std::string& name) {
+    run::SimulateConfig config;
+    config.run = ModerateLoad();
+    config.run.target.request.model = "emulated-model";
+    config.run.target.request.system.clear();
+    for (int i = 0; i < 300; ++i) config.run.target.request.system += "policy" + std::to_string(i) + " ";
+    config.sim.engine = Preset();
+    config.sim.replicas = 4;
+    config.sim.router = router;
+    config.out_dir = TempDir(name);
+    std::atomic<bool> stop{false};
+    Result<run::BenchOutcome> outcome = run::RunSimulate(config, stop, [](const std::string&) {});
+    EXPECT_TRUE(outcome.ok()) << outcome.error().message;
+    const nlohmann::json summary = nlohmann::json::parse(ReadAll(config.out_dir / "summary.json"));
+    std::filesystem::remove_all(config.out_dir);
+    return std::pair{summary["steps"][0]["simulator"]["balance"], outcome.ok() ? outcome->notes : std::vector<std::string>{}};
+  };
+  const auto [affinity, affinity_notes] = run_with(emulate::Router::kPrefixAffinity, "sim_affinity");
+  EXPECT_EQ(affinity["idle_replicas"], 3);
+  EXPECT_DOUBLE_EQ(affinity["busiest_requests_share"].get<double>(), 1.0);
+  EXPECT_NEAR(affinity["busiest_work_over_mean"].get<double>(), 4.0, 1e-9);
+  const std::string notes = ::testing::PrintToString(affinity_notes);
+  EXPECT_NE(notes.find("3 of 4 replicas got none"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("first 256 prompt tokens"), std::string::npos) << notes;
+
+  const auto [even, even_notes] = run_with(emulate::Router::kRoundRobin, "sim_round_robin");
+  EXPECT_EQ(even["idle_replicas"], 0);
+  EXPECT_LT(even["busiest_work_over_mean"].get<double>(), run::kImbalanceNoted);
+  EXPECT_TRUE(even_notes.empty()) << ::testing::PrintToString(even_notes);
+}
+
 }  // namespace
 }  // namespace bakeoff

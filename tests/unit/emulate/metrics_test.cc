@@ -70,8 +70,8 @@ TEST(PrometheusMetricsTest, RendersVllmNamesWithHelpAndType) {
   engine.generation_tokens = 250;
   engine.kv.capacity_tokens = 1000;
   engine.kv.used_tokens = 250;
-  engine.kv.prefix_queries_tokens = 800;
-  engine.kv.prefix_hit_tokens = 512;
+  engine.prefix_queries_tokens = 800;
+  engine.prefix_hit_tokens = 512;
   RequestMetrics requests;
   requests.finished_stop = 4;
   requests.finished_length = 5;

@@ -363,6 +363,11 @@ TEST(SchedulerTest, RunningOutOfKvPreemptsTheLastAdmittedAndRecomputesIt) {
   EXPECT_EQ(counters.generation_tokens, 800u);
   EXPECT_EQ(counters.prompt_tokens, 400u);
   EXPECT_GT(counters.prefill_tokens, 400u) << "preempted sequences recompute their context";
+  // The exported prefix-cache queries are each prompt once, at its first admission; a preempted
+  // request's lookups when it comes back (prompt and answer so far) are counted apart.
+  EXPECT_EQ(counters.prefix_queries_tokens, 400u);
+  EXPECT_GT(counters.resumed_queries_tokens, 0u);
+  EXPECT_GE(counters.kv.prefix_queries_tokens, counters.prefix_queries_tokens + counters.resumed_queries_tokens);
   EXPECT_EQ(counters.kv.used_tokens, 0);
 }
 
@@ -400,6 +405,9 @@ TEST_P(PrefixCachingTest, ASharedPromptIsPrefilledOnce) {
     const EngineCounters counters = scheduler.counters();
     EXPECT_EQ(counters.kv.prefix_hit_tokens, 2000u);
     EXPECT_EQ(counters.kv.prefix_queries_tokens, 2 * 2048u);
+    EXPECT_EQ(counters.prefix_hit_tokens, 2000u);  // as vLLM exports them: the same, without preemption
+    EXPECT_EQ(counters.prefix_queries_tokens, 2 * 2048u);
+    EXPECT_EQ(counters.resumed_queries_tokens, 0u);
   }
 }
 
