@@ -16,6 +16,12 @@ std::uint64_t RequestSeed(std::uint64_t run_seed, std::uint32_t step, std::uint6
   return rng.Next();
 }
 
+std::uint64_t ArrivalSeed(std::uint64_t run_seed, std::uint32_t step) {
+  constexpr std::uint64_t kArrivals = 0x6172726976616c73ULL;  // "arrivals"
+  Rng rng(run_seed ^ (step * 0x9e3779b97f4a7c15ULL) ^ kArrivals);
+  return rng.Next();
+}
+
 namespace {
 
 // The step whose request seeds (and so prompts) step `step` uses: its baseline when a variant.

@@ -27,6 +27,9 @@ using History = std::vector<std::pair<std::string, std::string>>;
 
 // The seed of request `id` of step `step` in a run seeded with `run_seed`.
 std::uint64_t RequestSeed(std::uint64_t run_seed, std::uint32_t step, std::uint64_t id);
+// The seed of step `step`'s open-loop arrival process: a stream of its own, so the arrival gaps
+// are not drawn from the same numbers as any request's prompt (request 0's included).
+std::uint64_t ArrivalSeed(std::uint64_t run_seed, std::uint32_t step);
 
 // A request of the run's fixed shape with its own corpus text.
 dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const PromptText& prompts,

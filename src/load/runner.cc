@@ -458,7 +458,7 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
       // Walked lazily by each worker: the schedule is never held (its length is counted at the end).
       // A variant step replays its baseline's arrivals.
       context.open_loop.emplace(step.open, step.limits,
-                                RequestSeed(spec.seed, step.variant ? step.baseline : s, 0));
+                                ArrivalSeed(spec.seed, step.variant ? step.baseline : s));
     } else if (step.mode == LoopMode::kTrace) {
       BAKEOFF_CHECK(step.trace != nullptr) << "a trace step needs a trace";
       trace_plan = BuildTracePlan(*step.trace, step.time_scale, step.limits);

@@ -98,7 +98,7 @@ class StepSimulation {
     std::vector<load::PlannedSend> schedule;
     if (spec_.mode == load::LoopMode::kOpen) {
       schedule = load::BuildOpenLoopSchedule(spec_.open, spec_.limits,
-                                             load::RequestSeed(config_.run.seed, index_, 0));
+                                             load::ArrivalSeed(config_.run.seed, index_));
     } else if (spec_.mode == load::LoopMode::kTrace) {
       trace_plan_ = load::BuildTracePlan(*spec_.trace, spec_.time_scale, spec_.limits);
       schedule = trace_plan_.schedule;

@@ -1,4 +1,5 @@
 #include "load/plan.h"
+#include "load/request_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -237,6 +238,25 @@ TEST(OpenLoopGeneratorTest, GeneratedSharesAreTheHeldSchedulesShares) {
     ScheduleCursor partway(OpenLoopGenerator(shape, limits, 11), 0, 2);
     for (int i = 0; i < 10; ++i) partway.Advance();
     EXPECT_EQ(partway.CountToEnd(), held.size()) << "counted from the middle of a walk";
+  }
+}
+
+}  // namespace
+}  // namespace bakeoff::load
+
+namespace bakeoff::load {
+namespace {
+
+// The arrival process and the requests' prompts draw from different streams of the run's seed:
+// before, step s's arrivals and its request 0's prompt were seeded alike.
+TEST(ArrivalSeedTest, ArrivalsAndPromptsDrawFromStreamsOfTheirOwn) {
+  for (std::uint64_t seed : {0ULL, 1ULL, 42ULL, 0xffffffffffffffffULL}) {
+    for (std::uint32_t step = 0; step < 3; ++step) {
+      const std::uint64_t arrivals = ArrivalSeed(seed, step);
+      for (std::uint64_t id = 0; id < 64; ++id) EXPECT_NE(arrivals, RequestSeed(seed, step, id)) << seed << " " << id;
+      EXPECT_NE(arrivals, ArrivalSeed(seed, step + 1));
+      EXPECT_EQ(arrivals, ArrivalSeed(seed, step));  // deterministic
+    }
   }
 }
 
