@@ -39,6 +39,7 @@ int Main(int argc, char** argv) {
   AddReportCommand(app, &exit_code);
   AddK8sCommand(app, &exit_code);
   AddMergeCommand(app, &exit_code);
+  AddCalibrateCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -81,6 +81,7 @@ const KeySpec kKeys[] = {
 };
 
 constexpr std::string_view kSections[] = {"kv", "cost"};
+constexpr std::string_view kCalibrationKey = "calibration";  // skipped: bakeoff calibrate's record
 
 // "kv.num_blocks" -> "kv"; "max_num_seqs" -> "".
 std::string_view SectionOf(std::string_view key) {
@@ -186,6 +187,14 @@ class PresetReader {
                     fmt::format("given twice (first on line {})", seen->second));
       }
       lines_.emplace(key, LineOf(key_node.Mark()));
+      if (section.empty() && leaf == kCalibrationKey) {
+        // What bakeoff calibrate measured and fitted: a record for people, not engine settings.
+        if (!value.IsMap()) {
+          return Fail(ValueMark(key_node, value), key,
+                      fmt::format("expected the mapping bakeoff calibrate writes, got {}", yaml::Describe(value)));
+        }
+        continue;
+      }
       if (section.empty() && IsSection(leaf)) {
         if (!value.IsMap()) {
           return Fail(ValueMark(key_node, value), key,

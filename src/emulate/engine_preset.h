@@ -13,7 +13,8 @@
 // Format rules (strict, so a typo cannot silently fall back to a default):
 // - the document is one YAML mapping; `kv` and `cost` are nested mappings; a key absent from the
 //   file takes EngineConfig's default (except `name`, see LoadEnginePreset);
-// - unknown keys, a key given twice, and more than one YAML document are errors;
+// - unknown keys, a key given twice, and more than one YAML document are errors; a top-level
+//   `calibration` mapping (what bakeoff calibrate measured, run/calibrate.h) is read past;
 // - integers are plain decimal literals (no fraction, exponent, quotes), none negative;
 //   `seed` is any integer in [0, 2^64); real numbers are finite and not negative; booleans are
 //   true/false; `policy` and `kv.prefix_caching` take the names engine_config.h defines.

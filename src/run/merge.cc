@@ -2,9 +2,7 @@
 #include "run/merge.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
-#include <map>
 #include <set>
 
 #include <fmt/format.h>

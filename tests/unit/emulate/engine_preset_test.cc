@@ -222,6 +222,22 @@ TEST(EnginePresetTest, RenderedPresetReadsBackExactly) {
   }
 }
 
+// bakeoff calibrate's record (run/calibrate.h) rides in the preset: read past, never settings;
+// anything but a mapping there is refused like any wrong key.
+TEST(EnginePresetTest, ACalibrationRecordIsReadPastAndMustBeAMapping) {
+  Result<EnginePreset> with = ParseEnginePreset(
+      "name: fitted\ncost:\n  base_ms: 9\ncalibration:\n  by: \"bakeoff calibrate\"\n  fits:\n    decode:\n"
+      "      points:\n        - [128, 4, 152.0, 6.26, 4]\n",
+      "fitted.yaml");
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  EXPECT_DOUBLE_EQ(with->config.cost.base_ms, 9.0);
+  Result<EnginePreset> scalar = ParseEnginePreset("name: x\ncalibration: yes\n", "x.yaml");
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_NE(scalar.error().message.find("x.yaml:2: calibration: expected the mapping bakeoff calibrate writes"),
+            std::string::npos)
+      << scalar.error().message;
+}
+
 TEST(EnginePresetTest, DefaultsRenderAndReadBack) {
   const EnginePreset defaults;
   Result<EnginePreset> again = ParseEnginePreset(RenderEnginePreset(defaults), "defaults.yaml");

@@ -1,0 +1,267 @@
+// run/calibrate.cc: the engine's step costs fitted from the outside (contract in calibrate.h).
+#include "run/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/file.h"
+#include "stats/quantile.h"
+#include "stats/regression.h"
+#include "target/discovery.h"
+#include "target/prompt_calibration.h"
+
+namespace bakeoff::run {
+namespace {
+
+// The decode experiment's answer length: long enough that most gaps are pure decode steps.
+constexpr std::uint32_t kDecodeOutputTokens = 48;
+constexpr std::uint32_t kPrefillRepeats = 3;
+
+class MemorySink final : public load::RecordSink {
+ public:
+  void Write(const measure::RequestRecord& record, MonoTime) override {
+    std::lock_guard lock(mutex_);
+    records_.push_back(record);
+  }
+  std::vector<measure::RequestRecord> Take() {
+    std::lock_guard lock(mutex_);
+    return std::move(records_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<measure::RequestRecord> records_;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return stats::NearestRank(values, 0.5);
+}
+
+double Ms(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
+
+// The measured requests of one closed-loop step of `concurrency` streams, `requests` in all.
+struct Measured {
+  std::vector<measure::RequestRecord> ok;
+  std::string first_error;  // of a failed request, when any failed
+};
+
+Measured RunPoint(const load::TargetSpec& target, std::uint32_t prompt_tokens,
+                  std::uint32_t output_tokens, std::uint32_t concurrency, std::uint64_t requests, std::uint64_t seed,
+                  const std::atomic<bool>& stop) {
+  load::RunSpec spec;
+  spec.target = target;
+  // The template says how this engine forces a length (run::FitRequestToEngine); it holds here.
+  if (spec.target.request.min_tokens) spec.target.request.min_tokens = output_tokens;
+  spec.shape = {prompt_tokens, output_tokens, 1};
+  spec.seed = seed;
+  spec.workers = 1;
+  load::StepSpec step;
+  step.mode = load::LoopMode::kClosed;
+  step.concurrency = concurrency;
+  step.limits.requests = requests;
+  step.limits.warmup_requests = 0;
+  step.label = fmt::format("P={} c={}", prompt_tokens, concurrency);
+  spec.steps = {step};
+  MemorySink sink;
+  load::RunLoad(spec, sink, stop, nullptr);
+  Measured measured;
+  for (measure::RequestRecord& r : sink.Take()) {
+    if (r.outcome == measure::Outcome::kOk && r.send_start && r.first_token) {
+      measured.ok.push_back(std::move(r));
+    } else if (measured.first_error.empty()) {
+      measured.first_error = r.error.empty() ? measure::OutcomeName(r.outcome) : r.error;
+    }
+  }
+  return measured;
+}
+
+// The prompt length the server counted, on average; the planned one without usage.
+double CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
+  double sum = 0;
+  std::size_t counted = 0;
+  for (const measure::RequestRecord& r : ok) {
+    if (r.usage_prompt_tokens) {
+      sum += static_cast<double>(*r.usage_prompt_tokens);
+      ++counted;
+    }
+  }
+  return counted > 0 ? sum / static_cast<double>(counted) : planned;
+}
+
+CalibrationFit Fit(std::string name, std::string formula, std::vector<CalibrationPoint> points,
+                   const std::function<std::vector<double>(const CalibrationPoint&)>& regressors) {
+  CalibrationFit fit;
+  fit.name = std::move(name);
+  fit.formula = std::move(formula);
+  fit.points = std::move(points);
+  std::vector<std::vector<double>> rows;
+  std::vector<double> y;
+  for (const CalibrationPoint& p : fit.points) {
+    rows.push_back(regressors(p));
+    y.push_back(p.ms);
+  }
+  const std::optional<stats::LinearFit> line = stats::FitLinear(rows, y);
+  if (!line) {
+    fit.problem = fmt::format("{} points do not determine it", fit.points.size());
+    return fit;
+  }
+  fit.coefficients = line->coefficients;
+  fit.r_squared = line->r_squared;
+  fit.rms_residual_ms = line->rms_residual;
+  if (fit.r_squared < kGoodFitR2) {
+    fit.problem = fmt::format("poor fit: R² {:.3f} < {}", fit.r_squared, kGoodFitR2);
+  } else if (std::any_of(fit.coefficients.begin(), fit.coefficients.end(), [](double c) { return c < 0; })) {
+    fit.problem = "a fitted cost is negative: the model does not describe this engine there";
+  }
+  fit.good = fit.problem.empty();
+  return fit;
+}
+
+std::string Quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
+
+// The calibration block of the preset: YAML the preset reader skips (docs/engine-presets.md).
+std::string CalibrationYaml(const CalibrateConfig& config, const std::string& model, const CalibrationOutcome& outcome) {
+  std::string out = "calibration:\n";
+  out += fmt::format("  by: {}\n  url: {}\n  model: {}\n  date: {}\n  good_fit_r2: {}\n", Quoted("bakeoff calibrate"),
+                     Quoted(config.url), Quoted(model), Quoted(UtcNowIso()), kGoodFitR2);
+  out += "  fits:\n";
+  for (const CalibrationFit& f : outcome.fits) {
+    out += fmt::format("    {}:\n      formula: {}\n      quality: {}\n", f.name, Quoted(f.formula),
+                       f.good ? "good" : Quoted(f.problem));
+    if (!f.coefficients.empty()) {
+      out += fmt::format("      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n",
+                         fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms);
+    }
+    out += "      points:  # [prompt tokens, streams, mean context tokens, ms, requests]\n";
+    for (const CalibrationPoint& p : f.points) {
+      out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}]\n", p.prompt_tokens, p.concurrency, p.context_tokens,
+                         p.ms, p.requests);
+    }
+  }
+  out += "  not_determined:\n";
+  for (const std::string& what : outcome.not_determined) out += fmt::format("    - {}\n", Quoted(what));
+  return out;
+}
+
+}  // namespace
+
+Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::atomic<bool>& stop,
+                                     const std::function<void(const std::string&)>& log) {
+  const MonoTime started = RealClock().Now();
+  const auto over_budget = [&] { return stop.load() || RealClock().Now() - started > config.budget; };
+  load::TargetSpec target = config.target;
+  Result<target::TargetFacts> facts = target::Discover(target.endpoint, target.client, target.request.model);
+  if (!facts.ok()) return facts.error();
+  target.request.model = facts->model;
+  CalibrationOutcome outcome;
+  outcome.preset = config.base;
+  if (facts->emulated) outcome.notes.push_back("the target is bakeoff's emulated engine: the fit describes its model");
+
+  target::CalibrationPlan plan;
+  plan.endpoint = target.endpoint;
+  plan.client = target.client;
+  plan.request = target.request;
+  plan.seed = config.seed;
+  plan.max_context_tokens = facts->max_context_tokens;
+  plan.stop = &stop;
+  const target::PromptCalibration sizing = target::CalibratePrompts(plan, load::PromptText());
+  if (sizing.checked) {
+    target.prompt_sizing = sizing.sizing;
+  } else {
+    outcome.notes.push_back("prompt lengths not calibrated (" + sizing.reason + "): the fits use the server's usage counts");
+  }
+  const std::uint64_t context = facts->max_context_tokens.value_or(8192);
+  const auto fits_context = [&](std::uint32_t prompt, std::uint32_t output) {
+    return static_cast<std::uint64_t>(prompt) + output + 64 <= context;
+  };
+
+  // 1. Prefill: TTFT of one request at a time against its prompt length.
+  std::vector<CalibrationPoint> prefill_points;
+  std::string first_error;
+  std::uint64_t seed = config.seed;
+  for (std::uint32_t prompt : {32u, 256u, 1024u, 2048u, 4096u}) {
+    if (over_budget() || !fits_context(prompt, 1)) break;
+    log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
+    const Measured m = RunPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
+    if (first_error.empty()) first_error = m.first_error;
+    if (m.ok.empty()) continue;
+    std::vector<double> ttft;
+    for (const measure::RequestRecord& r : m.ok) ttft.push_back(Ms(*r.first_token - *r.send_start));
+    const double counted = CountedPrompt(m.ok, prompt);
+    prefill_points.push_back({prompt, 1, counted, Median(ttft), m.ok.size()});
+  }
+  // 2. Decode: the median gap between token events of c streams at once.
+  std::vector<CalibrationPoint> decode_points;
+  for (std::uint32_t prompt : {128u, 2048u}) {
+    for (std::uint32_t c : {1u, 4u, 16u, 32u}) {
+      if (c > config.max_concurrency || over_budget() || !fits_context(prompt, kDecodeOutputTokens)) break;
+      log(fmt::format("decode: {} streams of {} prompt tokens", c, prompt));
+      const Measured m = RunPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
+      if (first_error.empty()) first_error = m.first_error;
+      std::vector<double> gaps;
+      for (const measure::RequestRecord& r : m.ok) {
+        for (std::size_t i = 1; i < r.token_events.size(); ++i) {
+          gaps.push_back(Ms(r.token_events[i].at - r.token_events[i - 1].at) /
+                         std::max<std::uint32_t>(1, r.token_events[i].tokens));
+        }
+      }
+      if (gaps.empty()) continue;
+      const double counted = CountedPrompt(m.ok, prompt);
+      decode_points.push_back({prompt, c, counted + kDecodeOutputTokens / 2.0, Median(gaps), m.ok.size()});
+    }
+  }
+  outcome.interrupted = stop.load();
+  if (prefill_points.empty() && decode_points.empty()) {
+    return MakeError(ErrorCode::kUnavailable,
+                     fmt::format("calibrate: no request to {} succeeded{}", config.url,
+                                 first_error.empty() ? "" : ": " + first_error));
+  }
+  if (!first_error.empty()) outcome.notes.push_back("some requests failed, e.g. " + first_error);
+
+  CalibrationFit decode = Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
+                              decode_points, [](const CalibrationPoint& p) {
+                                return std::vector<double>{static_cast<double>(p.concurrency),
+                                                           p.concurrency * p.context_tokens / 1000};
+                              });
+  CalibrationFit prefill = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens", prefill_points,
+                               [](const CalibrationPoint& p) { return std::vector<double>{p.context_tokens}; });
+  emulate::CostModel& cost = outcome.preset.config.cost;
+  if (decode.good) {
+    cost.base_ms = decode.coefficients[0];
+    cost.decode_ms_per_seq = decode.coefficients[1];
+    cost.kv_ms_per_1k_tokens = decode.coefficients[2];
+  }
+  if (prefill.good) {
+    // The prefill step's KV term (kv_tokens = the prompt) is part of the slope.
+    cost.prefill_ms_per_token = std::max(0.0, prefill.coefficients[1] - cost.kv_ms_per_1k_tokens / 1000);
+    if (!decode.good) cost.base_ms = prefill.coefficients[0];
+  }
+  for (const CalibrationFit* f : {&prefill, &decode}) {
+    if (!f->good) outcome.notes.push_back(fmt::format("{}: {}; its costs are the base preset's", f->name, f->problem));
+  }
+  outcome.fits = {prefill, decode};
+  outcome.not_determined = {
+      "max_num_seqs and max_batched_tokens (where TPOT stops growing and requests wait): the base preset's",
+      "KV capacity (kv.num_blocks: the onset of preemption or refusal): the base preset's",
+      "prefix caching and its block size: the base preset's",
+      "chunked prefill (whether a long prompt stalls running streams): the base preset's",
+      "step_noise_cv: the base preset's"};
+  outcome.preset.config.name = config.base.config.name + "-calibrated";
+  outcome.preset.description = fmt::format("{}'s step costs fitted by bakeoff calibrate to {} ({}); the rest from {}",
+                                           facts->model, config.url, UtcTodayIso(), config.base.config.name);
+  outcome.preset_text = "# Written by bakeoff calibrate (docs/engine-presets.md, \"calibration\").\n" +
+                        emulate::RenderEnginePreset(outcome.preset) + CalibrationYaml(config, facts->model, outcome);
+  if (Result<emulate::EnginePreset> reread = emulate::ParseEnginePreset(outcome.preset_text, config.out.string());
+      !reread.ok()) {
+    return MakeError(ErrorCode::kInternal, "calibrate wrote a preset it cannot read: " + reread.error().message);
+  }
+  if (Status written = WriteFileAtomically(config.out, outcome.preset_text); !written.ok()) return written.error();
+  return outcome;
+}
+
+}  // namespace bakeoff::run

@@ -1,0 +1,83 @@
+// run/calibrate.h
+//
+// Owns: `bakeoff calibrate`, first part (issue 13 item 1): the emulated engine's step-cost model
+// (emulate/cost_model.h) fitted to a live endpoint from the outside, by a short designed
+// experiment within a time budget:
+//   1. prefill: one request at a time at several prompt lengths P, one output token: TTFT against
+//      P is a line whose slope is the cost per prompt token (prefill plus its KV term) and whose
+//      intercept is one step's fixed cost plus the client-to-server overhead;
+//   2. decode: c streams at once (closed loop) at two prompt lengths: the median gap between
+//      token events is one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x
+//      (c x context) / 1000 with context = P + half the output.
+// The preset it writes is the base preset with the fitted costs, parseable by the emulator and
+// simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
+// RMS residual and raw points, its quality (a fit under kGoodFitR2, or a negative coefficient, is
+// flagged poor and its figure is not used), and what was not determined (the scheduler's limits,
+// KV capacity, prefix caching, chunked prefill: later parts of the issue).
+// Does not own: the fits' arithmetic (stats/regression.h) or the load (load/runner.h).
+//
+// Thread-safety: blocks; `stop` may be set from a signal watcher (what was measured is kept).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "emulate/engine_preset.h"
+#include "load/runner.h"
+
+namespace bakeoff::run {
+
+inline constexpr double kGoodFitR2 = 0.9;
+
+struct CalibrateConfig {
+  // Endpoint, client, request template (model: "" = the first listed), its forced-length fields
+  // fitted to the engine (run::FitRequestToEngine): answers must be as long as asked.
+  load::TargetSpec target;
+  std::string url;          // as given, for the record
+  std::uint64_t seed = 1;
+  Nanos budget = std::chrono::minutes(2);  // the experiment stops starting new points past it
+  emulate::EnginePreset base;              // everything the experiment does not measure
+  std::filesystem::path out;               // the preset file to write
+  std::uint32_t max_concurrency = 32;      // the decode experiment's largest c
+};
+
+// One measured point: the figure (ms) at its inputs.
+struct CalibrationPoint {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t concurrency = 1;
+  double context_tokens = 0;  // decode: the mean context of a stream over its answer
+  double ms = 0;              // prefill: median TTFT; decode: median gap between token events
+  std::uint64_t requests = 0;
+};
+
+struct CalibrationFit {
+  std::string name;     // "prefill" or "decode"
+  std::string formula;  // what was fitted, in words
+  std::vector<double> coefficients;
+  double r_squared = 0;
+  double rms_residual_ms = 0;
+  bool good = false;
+  std::vector<CalibrationPoint> points;
+  std::string problem;  // why it is not good ("" when good)
+};
+
+struct CalibrationOutcome {
+  emulate::EnginePreset preset;  // the base with the fitted costs
+  std::vector<CalibrationFit> fits;
+  std::vector<std::string> not_determined;
+  std::vector<std::string> notes;
+  bool interrupted = false;
+  std::string preset_text;  // as written to config.out
+};
+
+// kUnavailable: the endpoint could not be reached or served nothing; kIo: the preset could not be
+// written. A fit that could not be made is said in its problem, and the preset keeps the base's
+// figure for it.
+Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::atomic<bool>& stop,
+                                     const std::function<void(const std::string&)>& log);
+
+}  // namespace bakeoff::run
