@@ -29,7 +29,7 @@ struct CalibrateFlags {
   std::string model;
   std::string engine = "auto";
   std::string base_preset = "continuous-paged";
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 0;  // 0: from the clock, so no prompt is one the server has cached
   std::uint32_t max_concurrency = 32;
 };
 
@@ -47,12 +47,18 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   config.target.request.model = f.model;
   config.url = f.url;
   config.out = f.out;
-  config.seed = f.seed;
+  config.seed = f.seed != 0 ? f.seed
+                            : static_cast<std::uint64_t>(RealClock().WallNow().time_since_epoch().count());
   Result<Nanos> budget = ParseDuration("--budget", f.budget);
   if (!budget.ok()) return usage(budget.error().message);
   if (budget.value() < std::chrono::seconds(5)) return usage("--budget: at least 5s");
   config.budget = budget.value();
-  if (f.max_concurrency < 4 || f.max_concurrency > 1024) return usage("--max-concurrency: between 4 and 1024");
+  if (f.max_concurrency < 4 || f.max_concurrency > 32) return usage("--max-concurrency: between 4 and 32");
+  // Checked before the experiment, so a wrong folder does not cost the run.
+  const std::filesystem::path out_dir = std::filesystem::absolute(config.out).parent_path();
+  if (std::error_code ec; !std::filesystem::is_directory(out_dir, ec)) {
+    return usage("--out: the folder " + out_dir.string() + " does not exist");
+  }
   config.max_concurrency = f.max_concurrency;
   Result<std::filesystem::path> file = emulate::ResolveEnginePreset(f.base_preset, EnginePresetsDir());
   if (!file.ok()) return usage("--base-preset: " + file.error().message);
@@ -76,7 +82,7 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop.flag(), log);
   if (!outcome.ok()) {
     fmt::print(stderr, "bakeoff calibrate: {}\n", outcome.error().message);
-    return kExitFailure;
+    return outcome.error().code == ErrorCode::kCancelled ? stop.ExitCode() : kExitFailure;
   }
   for (const run::CalibrationFit& fit : outcome->fits) {
     fmt::print("{:<8} {:<5} {} point(s){}\n", fit.name, fit.good ? "good" : "POOR", fit.points.size(),
@@ -111,8 +117,9 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   c->add_option("--base-preset", flags->base_preset, "Preset whose other settings the calibrated one keeps")
       ->capture_default_str();
-  c->add_option("--seed", flags->seed, "Seed of the prompts")->capture_default_str();
-  c->add_option("--max-concurrency", flags->max_concurrency, "The decode experiment's most streams at once")
+  c->add_option("--seed", flags->seed,
+                "Seed of the prompts (default: from the clock, so the server has none of them cached; written in the preset)");
+  c->add_option("--max-concurrency", flags->max_concurrency, "The decode experiment's most streams at once (4 to 32)")
       ->capture_default_str();
   c->callback([flags, exit_code] { *exit_code = RunCalibrateCommand(*flags); });
 }

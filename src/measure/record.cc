@@ -173,7 +173,9 @@ Result<RequestRecord> RecordLineReader::Read(std::string_view line, MonoTime t0)
   bool has_event_ns = false, has_event_tokens = false, has_event_flags = false;
   bool has_id = false, has_intended = false, has_phase = false, has_outcome = false;
   const auto at = [&](std::int64_t ns) { return t0 + Nanos(ns); };
-  for (auto [key, value] : o) {
+  for (const simdjson::dom::key_value_pair field : o) {
+    const std::string_view key = field.key;  // plain names: lambdas below capture them (clang 14)
+    const simdjson::dom::element value = field.value;
     // Each field in turn; an unknown one (a newer writer's) is skipped.
     const auto instant = [&](std::optional<MonoTime>& into) -> Status {
       Result<std::int64_t> ns = Instant(value, key);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -80,17 +81,24 @@ Measured RunPoint(const load::TargetSpec& target, std::uint32_t prompt_tokens,
   return measured;
 }
 
-// The prompt length the server counted, on average; the planned one without usage.
-double CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
-  double sum = 0;
+// The prompt length the server counted, on average (the planned one without usage), and of it
+// the tokens it found in its prefix cache (0 when it does not say).
+struct PromptCount {
+  double tokens = 0;
+  double cached = 0;
+};
+PromptCount CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
+  PromptCount sum;
   std::size_t counted = 0;
   for (const measure::RequestRecord& r : ok) {
     if (r.usage_prompt_tokens) {
-      sum += static_cast<double>(*r.usage_prompt_tokens);
+      sum.tokens += static_cast<double>(*r.usage_prompt_tokens);
+      sum.cached += static_cast<double>(r.usage_cached_tokens.value_or(0));
       ++counted;
     }
   }
-  return counted > 0 ? sum / static_cast<double>(counted) : planned;
+  if (counted == 0) return {static_cast<double>(planned), 0};
+  return {sum.tokens / static_cast<double>(counted), sum.cached / static_cast<double>(counted)};
 }
 
 CalibrationFit Fit(std::string name, std::string formula, std::vector<CalibrationPoint> points,
@@ -105,7 +113,10 @@ CalibrationFit Fit(std::string name, std::string formula, std::vector<Calibratio
     rows.push_back(regressors(p));
     y.push_back(p.ms);
   }
-  const std::optional<stats::LinearFit> line = stats::FitLinear(rows, y);
+  const std::size_t coefficients = rows.empty() ? 0 : rows.front().size() + 1;
+  // Two points beyond the coefficients at least, so R² can say something.
+  const std::optional<stats::LinearFit> line =
+      fit.points.size() >= coefficients + 2 ? stats::FitLinear(rows, y) : std::nullopt;
   if (!line) {
     fit.problem = fmt::format("{} points do not determine it", fit.points.size());
     return fit;
@@ -113,7 +124,7 @@ CalibrationFit Fit(std::string name, std::string formula, std::vector<Calibratio
   fit.coefficients = line->coefficients;
   fit.r_squared = line->r_squared;
   fit.rms_residual_ms = line->rms_residual;
-  if (fit.r_squared < kGoodFitR2) {
+  if (!(fit.r_squared >= kGoodFitR2)) {
     fit.problem = fmt::format("poor fit: R² {:.3f} < {}", fit.r_squared, kGoodFitR2);
   } else if (std::any_of(fit.coefficients.begin(), fit.coefficients.end(), [](double c) { return c < 0; })) {
     fit.problem = "a fitted cost is negative: the model does not describe this engine there";
@@ -127,8 +138,9 @@ std::string Quoted(std::string_view text) { return nlohmann::json(std::string(te
 // The calibration block of the preset: YAML the preset reader skips (docs/engine-presets.md).
 std::string CalibrationYaml(const CalibrateConfig& config, const std::string& model, const CalibrationOutcome& outcome) {
   std::string out = "calibration:\n";
-  out += fmt::format("  by: {}\n  url: {}\n  model: {}\n  date: {}\n  good_fit_r2: {}\n", Quoted("bakeoff calibrate"),
-                     Quoted(config.url), Quoted(model), Quoted(UtcNowIso()), kGoodFitR2);
+  out += fmt::format("  by: {}\n  url: {}\n  model: {}\n  date: {}\n  seed: {}\n  good_fit_r2: {}\n",
+                     Quoted("bakeoff calibrate"), Quoted(config.url), Quoted(model), Quoted(UtcNowIso()), config.seed,
+                     kGoodFitR2);
   out += "  fits:\n";
   for (const CalibrationFit& f : outcome.fits) {
     out += fmt::format("    {}:\n      formula: {}\n      quality: {}\n", f.name, Quoted(f.formula),
@@ -137,7 +149,7 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
       out += fmt::format("      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n",
                          fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms);
     }
-    out += "      points:  # [prompt tokens, streams, mean context tokens, ms, requests]\n";
+    out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, requests]\n";
     for (const CalibrationPoint& p : f.points) {
       out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}]\n", p.prompt_tokens, p.concurrency, p.context_tokens,
                          p.ms, p.requests);
@@ -184,16 +196,28 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   std::vector<CalibrationPoint> prefill_points;
   std::string first_error;
   std::uint64_t seed = config.seed;
+  // A prompt longer than one step's token budget is prefilled in chunks, each with its own fixed
+  // cost: the line holds only for prompts of one chunk (the base preset's budget, the engine's
+  // being unknown).
+  const std::int64_t one_chunk = config.base.config.chunked_prefill && config.base.config.prefill_chunk_tokens > 0
+                                     ? std::min(config.base.config.prefill_chunk_tokens, config.base.config.max_batched_tokens)
+                                     : config.base.config.max_batched_tokens;
   for (std::uint32_t prompt : {32u, 256u, 1024u, 2048u, 4096u}) {
-    if (over_budget() || !fits_context(prompt, 1)) break;
+    if (over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
     log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
     const Measured m = RunPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
     if (first_error.empty()) first_error = m.first_error;
     if (m.ok.empty()) continue;
     std::vector<double> ttft;
     for (const measure::RequestRecord& r : m.ok) ttft.push_back(Ms(*r.first_token - *r.send_start));
-    const double counted = CountedPrompt(m.ok, prompt);
-    prefill_points.push_back({prompt, 1, counted, Median(ttft), m.ok.size()});
+    // Only the tokens the server prefilled: a prompt it found cached costs less.
+    const PromptCount counted = CountedPrompt(m.ok, prompt);
+    if (counted.cached > 0) {
+      outcome.notes.push_back(fmt::format("prefill: the server found {:.0f} of {:.0f} prompt tokens cached at {}; the fit "
+                                          "uses the tokens it prefilled",
+                                          counted.cached, counted.tokens, prompt));
+    }
+    prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, Median(ttft), m.ok.size()});
   }
   // 2. Decode: the median gap between token events of c streams at once.
   std::vector<CalibrationPoint> decode_points;
@@ -203,31 +227,60 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
       log(fmt::format("decode: {} streams of {} prompt tokens", c, prompt));
       const Measured m = RunPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
+      if (m.ok.size() < c) {
+        outcome.notes.push_back(fmt::format("decode: {} of {} streams of {} prompt tokens failed; the point is left out",
+                                            c - m.ok.size(), c, prompt));
+        continue;
+      }
+      // Only the gaps while every stream decodes: after the last stream's first token (every
+      // prompt is prefilled) and before the first one ends.
+      MonoTime all_started = MonoTime::min(), first_done = MonoTime::max();
+      double output_tokens = 0;
+      for (const measure::RequestRecord& r : m.ok) {
+        all_started = std::max(all_started, *r.first_token);
+        first_done = std::min(first_done, r.last_token.value_or(*r.first_token));
+        output_tokens += static_cast<double>(r.OutputTokens()) / static_cast<double>(c);
+      }
       std::vector<double> gaps;
       for (const measure::RequestRecord& r : m.ok) {
         for (std::size_t i = 1; i < r.token_events.size(); ++i) {
+          if (r.token_events[i - 1].at < all_started || r.token_events[i].at > first_done) continue;
           gaps.push_back(Ms(r.token_events[i].at - r.token_events[i - 1].at) /
                          std::max<std::uint32_t>(1, r.token_events[i].tokens));
         }
       }
-      if (gaps.empty()) continue;
-      const double counted = CountedPrompt(m.ok, prompt);
-      decode_points.push_back({prompt, c, counted + kDecodeOutputTokens / 2.0, Median(gaps), m.ok.size()});
+      if (gaps.empty()) {
+        outcome.notes.push_back(fmt::format("decode: {} streams of {} prompt tokens never all decoded at once; the "
+                                            "point is left out",
+                                            c, prompt));
+        continue;
+      }
+      decode_points.push_back({prompt, c, CountedPrompt(m.ok, prompt).tokens + output_tokens / 2, Median(gaps), m.ok.size()});
     }
   }
   outcome.interrupted = stop.load();
+  if (!outcome.interrupted && RealClock().Now() - started > config.budget) {
+    outcome.notes.push_back("the budget ran out before every point was measured: the fits use fewer points");
+  }
   if (prefill_points.empty() && decode_points.empty()) {
+    if (outcome.interrupted) return MakeError(ErrorCode::kCancelled, "calibrate: stopped before any point was measured");
     return MakeError(ErrorCode::kUnavailable,
                      fmt::format("calibrate: no request to {} succeeded{}", config.url,
                                  first_error.empty() ? "" : ": " + first_error));
   }
   if (!first_error.empty()) outcome.notes.push_back("some requests failed, e.g. " + first_error);
 
+  std::set<std::uint32_t> decode_prompts;
+  for (const CalibrationPoint& p : decode_points) decode_prompts.insert(p.prompt_tokens);
   CalibrationFit decode = Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
                               decode_points, [](const CalibrationPoint& p) {
                                 return std::vector<double>{static_cast<double>(p.concurrency),
                                                            p.concurrency * p.context_tokens / 1000};
                               });
+  if (decode.good && decode_prompts.size() < 2) {
+    decode.good = false;
+    decode.problem = "one prompt length: the per-sequence and per-KV-token costs cannot be told apart";
+  }
   CalibrationFit prefill = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens", prefill_points,
                                [](const CalibrationPoint& p) { return std::vector<double>{p.context_tokens}; });
   emulate::CostModel& cost = outcome.preset.config.cost;
@@ -239,7 +292,9 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   if (prefill.good) {
     // The prefill step's KV term (kv_tokens = the prompt) is part of the slope.
     cost.prefill_ms_per_token = std::max(0.0, prefill.coefficients[1] - cost.kv_ms_per_1k_tokens / 1000);
-    if (!decode.good) cost.base_ms = prefill.coefficients[0];
+    if (prefill.coefficients[1] < cost.kv_ms_per_1k_tokens / 1000) {
+      outcome.notes.push_back("prefill: the slope is under the decode fit's KV cost per token; prefill_ms_per_token is 0");
+    }
   }
   for (const CalibrationFit* f : {&prefill, &decode}) {
     if (!f->good) outcome.notes.push_back(fmt::format("{}: {}; its costs are the base preset's", f->name, f->problem));

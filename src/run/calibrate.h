@@ -3,12 +3,16 @@
 // Owns: `bakeoff calibrate`, first part (issue 13 item 1): the emulated engine's step-cost model
 // (emulate/cost_model.h) fitted to a live endpoint from the outside, by a short designed
 // experiment within a time budget:
-//   1. prefill: one request at a time at several prompt lengths P, one output token: TTFT against
-//      P is a line whose slope is the cost per prompt token (prefill plus its KV term) and whose
-//      intercept is one step's fixed cost plus the client-to-server overhead;
+//   1. prefill: one request at a time at several prompt lengths P of one chunk (the base preset's
+//      step budget), one output token: TTFT against the tokens the server prefilled (its count
+//      less what it found cached) is a line whose slope is the cost per prompt token (prefill
+//      plus its KV term) and whose intercept is one step's fixed cost plus the client-to-server
+//      overhead;
 //   2. decode: c streams at once (closed loop) at two prompt lengths: the median gap between
-//      token events is one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x
-//      (c x context) / 1000 with context = P + half the output.
+//      token events while all c decode (after the last first token, before the first stream
+//      ends) is one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x
+//      (c x context) / 1000 with context = P + half the answer.
+// A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
 // RMS residual and raw points, its quality (a fit under kGoodFitR2, or a negative coefficient, is
@@ -74,9 +78,10 @@ struct CalibrationOutcome {
   std::string preset_text;  // as written to config.out
 };
 
-// kUnavailable: the endpoint could not be reached or served nothing; kIo: the preset could not be
-// written. A fit that could not be made is said in its problem, and the preset keeps the base's
-// figure for it.
+// kUnavailable: the endpoint could not be reached or served nothing; kCancelled: stopped before
+// any point; kIo: the preset could not be written. A fit that could not be made is said in its
+// problem, and the preset keeps the base's figures for it (base_ms included: the prefill line's
+// intercept holds the client's overhead too).
 Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::atomic<bool>& stop,
                                      const std::function<void(const std::string&)>& log);
 

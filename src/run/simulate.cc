@@ -298,7 +298,8 @@ nlohmann::json BalanceJson(const std::vector<emulate::ReplicaCounters>& replicas
                                                                                   })->routed,
                                                                  requests)},
                             {"idle_replicas", idle}};
-  if (replicas.size() > 1 && requests > 0 && (idle > 0 || work_ratio > kImbalanceNoted)) {
+  // Fewer requests than replicas leave some idle whatever the router: not worth a note.
+  if (replicas.size() > 1 && requests >= replicas.size() && (idle > 0 || work_ratio > kImbalanceNoted)) {
     std::string why;
     if (sim.router == emulate::Router::kPrefixAffinity) {
       why = fmt::format(": prefix-affinity routes by the first {} prompt tokens (--affinity-tokens), and most requests "
