@@ -53,7 +53,9 @@ struct CalibrateConfig {
 struct CalibrationPoint {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t concurrency = 1;
-  double context_tokens = 0;  // decode: the mean context of a stream over its answer
+  // Prefill: the prompt tokens the server prefilled (its count less those it found cached);
+  // decode: the mean context of a stream over its answer.
+  double context_tokens = 0;
   double ms = 0;              // prefill: median TTFT; decode: median gap between token events
   std::uint64_t requests = 0;
 };
