@@ -74,11 +74,6 @@ json ObjectAt(const json& j, std::initializer_list<const char*> path) {
   return at != nullptr && at->is_object() ? *at : json::object();
 }
 
-std::uint64_t Seed(const json& summary) {
-  const json* seed = At(summary, {"seed"});
-  return seed != nullptr && seed->is_number_unsigned() ? seed->get<std::uint64_t>() : 0;
-}
-
 // A copy of the value at `path`, or `otherwise`.
 json CopyAt(const json& j, std::initializer_list<const char*> path, json otherwise = nullptr) {
   const json* at = At(j, path);
@@ -405,7 +400,7 @@ Result<BenchOutcome> MergeShards(const MergeConfig& config, const std::function<
 
   json flags = first.summary["config"];
   flags["shard"] = fmt::format("all {}", first.count);
-  json summary = SummaryPreamble(Seed(first.summary), flags);
+  json summary = SummaryPreamble(CountAt(first.summary, {"seed"}), flags);
   summary["schedule"] = first.summary["schedule"];
   summary["started_at"] = started_at;
   summary["finished_at"] = finished_at;
