@@ -65,15 +65,13 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   Result<emulate::EnginePreset> base = emulate::LoadEnginePreset(file.value());
   if (!base.ok()) return usage("--base-preset: " + base.error().message);
   config.base = base.value();
-  if (f.engine != "auto" && target::FindAdapter(f.engine) == nullptr) {
-    return usage(fmt::format("--engine: unknown engine '{}' (one of: {}, auto)", f.engine, target::AdapterNames()));
-  }
   // Every answer must be as long as asked: the engine's own fields for it.
   Result<const target::EngineAdapter*> adapter =
       ResolveEngine(f.engine, config.target.endpoint, config.target.client, log);
+  if (!adapter.ok()) return usage(adapter.error().message);
   config.target.request.ignore_eos = true;
   config.target.request.min_tokens = 1;
-  const run::RequestIntent intent = run::FitRequestToEngine(config.target.request, adapter.ok() ? adapter.value() : nullptr);
+  const run::RequestIntent intent = run::FitRequestToEngine(config.target.request, adapter.value());
   if (!intent.forced_length_not_sent.empty()) {
     log("answers may end early (" + intent.forced_length_not_sent + "): the decode fit counts the gaps it gets");
   }

@@ -350,7 +350,7 @@ nlohmann::json ScheduleDefiningConfig(const nlohmann::json& flags) {
   nlohmann::json schedule = flags;
   if (!schedule.is_object()) return schedule;
   for (const char* key : kPerProcessConfigKeys) schedule.erase(key);
-  schedule.erase("structured_spec");
+  for (const char* key : kContentConfigKeys) schedule.erase(key);
   if (schedule.contains("trace_import") && schedule["trace_import"].is_object()) schedule["trace_import"].erase("file");
   return schedule;
 }
@@ -361,8 +361,9 @@ nlohmann::json ScheduleIdentity(const nlohmann::json& flags, const workload::Tra
       {"covers", "the configuration but its per-process fields, the trace's content and the structured output spec"}};
   std::string hashed = ScheduleDefiningConfig(flags).dump();
   if (trace != nullptr) {
-    identity["trace_sha256"] = TraceContentSha256(*trace);
-    hashed += "\ntrace " + identity["trace_sha256"].get<std::string>();
+    const std::string trace_sha256 = TraceContentSha256(*trace);
+    identity["trace_sha256"] = trace_sha256;
+    hashed += "\ntrace " + trace_sha256;
   }
   if (constraint) hashed += fmt::format("\nconstraint {}:{}", static_cast<int>(constraint->kind), Sha256Hex(constraint->spec));
   identity["sha256"] = Sha256Hex(hashed);

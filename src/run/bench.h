@@ -107,7 +107,9 @@ class JsonlRecordSink final : public load::RecordSink {
 // which load it sent: the shards of one load differ only in these.
 inline constexpr const char* kPerProcessConfigKeys[] = {
     "url", "workers", "shard", "start_at", "api_key_env", "insecure", "engine_pid", "gpu_telemetry",
-    "metrics_interval", "metrics_path", "price_per_hour", "trace"};
+    "metrics_interval", "metrics_path", "price_per_hour"};
+// The configuration keys that name files: their contents count in the schedule, not their paths.
+inline constexpr const char* kContentConfigKeys[] = {"trace", "structured_spec"};
 // `flags` without the per-process keys and without the paths of the trace and of the structured
 // output spec (their contents count instead).
 nlohmann::json ScheduleDefiningConfig(const nlohmann::json& flags);

@@ -273,13 +273,14 @@ nlohmann::json CountersJson(const std::vector<emulate::ReplicaCounters>& replica
 // generated tokens), with a note when one replica carried much more than its share or some none.
 nlohmann::json BalanceJson(const std::vector<emulate::ReplicaCounters>& replicas, const emulate::SimConfig& sim,
                            const std::string& step_label, std::vector<std::string>& notes) {
-  std::uint64_t requests = 0, tokens = 0, idle = 0;
+  std::uint64_t requests = 0, tokens = 0, idle = 0, most_routed = 0;
   std::size_t busiest = 0;
   const auto work = [](const emulate::ReplicaCounters& c) { return c.engine.prefill_tokens + c.engine.generation_tokens; };
   for (std::size_t i = 0; i < replicas.size(); ++i) {
     requests += replicas[i].routed;
     tokens += work(replicas[i]);
     if (replicas[i].routed == 0) ++idle;
+    most_routed = std::max(most_routed, replicas[i].routed);
     if (work(replicas[i]) > work(replicas[busiest])) busiest = i;
   }
   const double n = static_cast<double>(replicas.size());
@@ -292,11 +293,7 @@ nlohmann::json BalanceJson(const std::vector<emulate::ReplicaCounters>& replicas
   nlohmann::json balance = {{"busiest_replica", busiest},
                             {"busiest_requests_share", request_share},
                             {"busiest_work_over_mean", work_ratio},
-                            {"max_requests_over_mean", over_mean(std::max_element(replicas.begin(), replicas.end(),
-                                                                                  [](const auto& a, const auto& b) {
-                                                                                    return a.routed < b.routed;
-                                                                                  })->routed,
-                                                                 requests)},
+                            {"max_requests_over_mean", over_mean(most_routed, requests)},
                             {"idle_replicas", idle}};
   // Fewer requests than replicas leave some idle whatever the router: not worth a note.
   if (replicas.size() > 1 && requests >= replicas.size() && (idle > 0 || work_ratio > kImbalanceNoted)) {
@@ -358,9 +355,9 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
     const load::StepResult result = simulation.Run();
     outcome.steps.push_back(analyze::AnalyzeStep(result, config.slo));
     nlohmann::json step = analyze::ToJson(outcome.steps.back());
-    step["simulator"] = {{"replicas", CountersJson(simulation.counters())},
-                         {"balance", BalanceJson(simulation.counters(), config.sim, outcome.steps.back().label,
-                                                 outcome.notes)}};
+    const std::vector<emulate::ReplicaCounters>& replicas = simulation.counters();
+    step["simulator"] = {{"replicas", CountersJson(replicas)},
+                         {"balance", BalanceJson(replicas, config.sim, outcome.steps.back().label, outcome.notes)}};
     steps.push_back(std::move(step));
     kept.push_back({{"step", s}, {"every", simulation.stride()}, {"records", simulation.kept()}});
   }
