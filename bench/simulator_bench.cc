@@ -8,7 +8,11 @@
 // token ids the simulator consumes), so the figure reads "simulating costs N x making the input".
 // Every run is checked: each request must finish with exactly its max_tokens tokens.
 //
-// Usage: bakeoff_sim_bench [--requests N] [--load F] [--preset FILE] [--seed S]
+// With --replicas N the open loop goes to N replicas behind --router at N times the rate: the
+// figure then says what a fleet costs per request against one replica (docs/simulator.md).
+//
+// Usage: bakeoff_sim_bench [--requests N] [--load F] [--preset FILE] [--seed S] [--replicas N]
+//                          [--router NAME]
 // Prints one JSON object on stdout.
 #include <time.h>
 
@@ -115,9 +119,13 @@ int Main(int argc, char** argv) {
   double load = 0.7;
   std::uint64_t seed = 1;
   std::string preset_file;
+  std::int64_t replicas = 1;
+  std::string router = "round-robin";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--requests") requests = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--replicas") replicas = std::strtoll(argv[i + 1], nullptr, 10);
+    else if (flag == "--router") router = argv[i + 1];
     else if (flag == "--load") load = std::strtod(argv[i + 1], nullptr);
     else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "--preset") preset_file = argv[i + 1];
@@ -138,15 +146,23 @@ int Main(int argc, char** argv) {
     config.engine = preset->config;
     preset_name = preset->config.name;
   }
-  const double capacity = CapacityPerSecond(config, seed);
-  const double rate = load * capacity;
+  const double capacity = CapacityPerSecond(config, seed);  // of one replica
+  const std::optional<emulate::Router> parsed = emulate::ParseRouter(router);
+  if (replicas < 1 || !parsed) {
+    std::fprintf(stderr, "bakeoff_sim_bench: --replicas must be >= 1 and --router a router's name\n");
+    return 2;
+  }
+  config.replicas = replicas;
+  config.router = *parsed;
+  const double rate = load * capacity * static_cast<double>(replicas);
   const Outcome run = RunOpenLoop(config, requests, rate, seed);
   const double baseline_cpu = MakeOnlyCpuSeconds(requests, seed);
   fmt::print(
-      "{{\"preset\": \"{}\", \"requests\": {}, \"finished\": {}, \"wrong\": {}, \"capacity_per_s\": {:.2f}, "
+      "{{\"preset\": \"{}\", \"replicas\": {}, \"router\": \"{}\", \"requests\": {}, \"finished\": {}, \"wrong\": {}, "
+      "\"capacity_per_s\": {:.2f}, "
       "\"rate_per_s\": {:.2f}, \"simulated_s\": {:.1f}, \"cpu_s\": {:.3f}, \"requests_per_cpu_s\": {:.0f}, "
       "\"speedup_over_real_time\": {:.0f}, \"baseline_make_only_cpu_s\": {:.3f}, \"ratio_to_baseline\": {:.1f}}}\n",
-      preset_name, requests, run.finished, run.wrong, capacity, rate, run.simulated_s, run.cpu_s,
+      preset_name, replicas, router, requests, run.finished, run.wrong, capacity, rate, run.simulated_s, run.cpu_s,
       static_cast<double>(run.finished) / run.cpu_s, run.simulated_s / run.cpu_s, baseline_cpu,
       run.cpu_s / baseline_cpu);
   return run.finished == requests && run.wrong == 0 ? 0 : 1;

@@ -13,8 +13,14 @@ Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, 
 
 bool Finite(double x) { return std::isfinite(x); }
 
-// Pools the trials of one rate and decides it.
-RatePoint Decide(double rate, std::vector<RateTrial> trials, const CapacitySearchOptions& o) {
+nlohmann::json ProportionJson(const stats::ProportionEstimate& e) {
+  return {{"value", e.value}, {"lower", e.lower}, {"upper", e.upper}, {"successes", e.successes},
+          {"trials", e.trials}};
+}
+
+}  // namespace
+
+RatePoint DecideRate(double rate, std::vector<RateTrial> trials, const CapacitySearchOptions& o) {
   RatePoint p;
   p.rate_per_s = rate;
   std::uint64_t measured = 0, ok = 0, good = 0;
@@ -47,13 +53,6 @@ RatePoint Decide(double rate, std::vector<RateTrial> trials, const CapacitySearc
   p.trials = std::move(trials);
   return p;
 }
-
-nlohmann::json ProportionJson(const stats::ProportionEstimate& e) {
-  return {{"value", e.value}, {"lower", e.lower}, {"upper", e.upper}, {"successes", e.successes},
-          {"trials", e.trials}};
-}
-
-}  // namespace
 
 RateTrial TrialFromStep(const StepAnalysis& step, double rate_per_s, std::uint32_t repeat) {
   RateTrial t;
@@ -141,11 +140,11 @@ CapacityResult SearchCapacity(const CapacitySearchOptions& o, const MeasureRate&
       if (trials.back().interrupted) {
         result.interrupted = true;
         result.stopped_reason = "interrupted";
-        result.points.push_back(Decide(rate, std::move(trials), o));
+        result.points.push_back(DecideRate(rate, std::move(trials), o));
         return std::nullopt;
       }
     }
-    RatePoint point = Decide(rate, std::move(trials), o);
+    RatePoint point = DecideRate(rate, std::move(trials), o);
     const bool passed = point.passed;
     result.points.push_back(std::move(point));
     return passed;

@@ -98,6 +98,10 @@ struct CapacityResult {
   const RatePoint* AtCapacity() const;
 };
 
+// Pools the trials of one rate and decides it, by the rule at the top of this file (the first
+// reason it fails is why_not). `bakeoff plan` judges a fleet size with it.
+RatePoint DecideRate(double rate, std::vector<RateTrial> trials, const CapacitySearchOptions& options);
+
 // Measures one rate once; an error ends the search (its message becomes stopped_reason).
 using MeasureRate = std::function<Result<RateTrial>(double rate_per_s, std::uint32_t repeat)>;
 

@@ -31,6 +31,7 @@ int Main(int argc, char** argv) {
   AddFingerprintCommand(app, &exit_code);
   AddSynthCommand(app, &exit_code);
   AddSimulateCommand(app, &exit_code);
+  AddPlanCommand(app, &exit_code);
   AddProbeCommand(app, &exit_code);
   AddDetectCommand(app, &exit_code);
   AddCatalogCommand(app, &exit_code);

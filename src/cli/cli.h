@@ -48,6 +48,7 @@ void AddReportCommand(CLI::App& app, int* exit_code);
 void AddK8sCommand(CLI::App& app, int* exit_code);
 void AddMergeCommand(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
+void AddPlanCommand(CLI::App& app, int* exit_code);
 
 // The adapter bench and probe use: the one `engine` names (--engine; kInvalidInput naming the
 // flag and the known names when unknown), else what target::DetectEngine finds at `endpoint`

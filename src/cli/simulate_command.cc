@@ -1,8 +1,8 @@
 // cli/simulate_command.cc
 //
-// Owns: the `bakeoff simulate` flags: the load flags bench has (cli/load_flags.h), an engine
-// preset, replicas and a router; their validation (one line naming the flag or the preset
-// file:line, exit 2) and the final table. The run itself is run::RunSimulate.
+// Owns: the `bakeoff simulate` flags: the load flags bench has and an engine preset
+// (cli/simulate_setup.h), replicas, a router and what records.jsonl keeps; their validation (one
+// line naming the flag or the preset file:line, exit 2) and the final table. The run itself is run::RunSimulate.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -12,20 +12,18 @@
 #include "run/simulate.h"
 #include "cli/cli.h"
 #include "cli/load_flags.h"
+#include "cli/simulate_setup.h"
 #include "cli/stop_signals.h"
 #include "cli/table.h"
-#include "emulate/engine_preset.h"
 
 namespace bakeoff::cli {
 namespace {
 
 struct SimulateFlags {
   LoadFlags load;
-  std::string preset = "continuous-paged";
+  EngineModelFlags engine;
   std::int64_t replicas = 1;
   std::string router = "round-robin";
-  std::int64_t affinity_tokens = 256;
-  std::int64_t max_waiting = 0;
   std::string keep = "auto";
 };
 
@@ -55,49 +53,19 @@ Result<run::RecordsKept> ParseKeep(const std::string& text) {
 
 Result<run::SimulateConfig> BuildConfig(const SimulateFlags& f) {
   auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
-  Result<LoadSetup> setup = BuildLoad(f.load, "bakeoff simulate");
-  if (!setup.ok()) return setup.error();
-  run::SimulateConfig config;
-  config.run.target.request = setup->request;
-  if (!setup->variant.empty() || !dialect::ApiGenerates(setup->request.api)) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     "the simulator models generation without grammars or adapters: --structured, --lora-adapters "
-                     "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
-  }
-  if (config.run.target.request.model.empty()) config.run.target.request.model = "emulated-model";
-  config.run.shape = setup->shape;
-  config.run.steps = setup->steps;
-  config.run.seed = f.load.seed;
-  config.trace = setup->trace;
-  config.slo = setup->slo;
-  config.out_dir = setup->out_dir;
-
-  Result<std::filesystem::path> file = emulate::ResolveEnginePreset(f.preset, EnginePresetsDir());
-  if (!file.ok()) return usage("--preset: " + file.error().message);
-  Result<emulate::EnginePreset> preset = emulate::LoadEnginePreset(file.value());
-  if (!preset.ok()) return usage("--preset: " + preset.error().message);
-  config.sim.engine = preset->config;
-  config.preset = preset->config.name == f.preset ? f.preset : fmt::format("{} ({})", preset->config.name, f.preset);
-
+  Result<run::SimulateConfig> config = BuildSimulateConfig(f.load, f.engine, "bakeoff simulate");
+  if (!config.ok()) return config;
   if (f.replicas < 1 || f.replicas > 4096) return usage(fmt::format("--replicas: {} is not in [1, 4096]", f.replicas));
-  config.sim.replicas = f.replicas;
+  config->sim.replicas = f.replicas;
   std::optional<emulate::Router> router = emulate::ParseRouter(f.router);
   if (!router) {
-    return usage("--router: '" + f.router + "' (expected round-robin, least-outstanding or prefix-affinity)");
+    return usage("--router: '" + f.router + "' (expected round-robin, least-outstanding, prefix-affinity or kv-aware)");
   }
-  config.sim.router = *router;
-  if (f.affinity_tokens < 1) return usage("--affinity-tokens: must be at least 1");
-  config.sim.affinity_tokens = f.affinity_tokens;
-  if (f.max_waiting < 0) return usage("--max-waiting: must be 0 (no limit) or more");
-  config.sim.max_waiting = f.max_waiting;
+  config->sim.router = *router;
   Result<run::RecordsKept> keep = ParseKeep(f.keep);
   if (!keep.ok()) return keep.error();
-  config.keep = keep.value();
-
-  config.flags = LoadFlagsJson(f.load, setup.value());
-  config.flags.update({{"preset", f.preset}, {"replicas", f.replicas}, {"router", f.router},
-                       {"affinity_tokens", f.affinity_tokens}, {"max_waiting", f.max_waiting}, {"keep", f.keep},
-                       {"engine", emulate::RenderEnginePreset(preset.value())}});
+  config->keep = keep.value();
+  config->flags.update({{"replicas", f.replicas}, {"router", f.router}, {"keep", f.keep}});
   return config;
 }
 
@@ -126,17 +94,9 @@ void AddSimulateCommand(CLI::App& app, int* exit_code) {
   CLI::App* c = app.add_subcommand(
       "simulate", "Predict a load on replicas of the emulated engine, on a virtual clock (seconds, no server)");
   AddLoadOptions(*c, flags->load);
-  c->add_option("--preset", flags->preset,
-                "Engine preset: a name in the presets folder (examples/engines) or a YAML file")
-      ->capture_default_str();
+  AddEngineModelOptions(*c, flags->engine);
   c->add_option("--replicas", flags->replicas, "Engine replicas behind the router")->capture_default_str();
-  c->add_option("--router", flags->router, "round-robin, least-outstanding or prefix-affinity")
-      ->capture_default_str();
-  c->add_option("--affinity-tokens", flags->affinity_tokens,
-                "prefix-affinity: leading prompt tokens hashed to pick the replica")
-      ->capture_default_str();
-  c->add_option("--max-waiting", flags->max_waiting,
-                "Requests a replica queues before answering 503 (0 = no limit)")
+  c->add_option("--router", flags->router, "round-robin, least-outstanding, prefix-affinity or kv-aware")
       ->capture_default_str();
   c->add_option("--keep", flags->keep,
                 "What records.jsonl keeps: all (with token instants), records (without them), sample[:N] (about N "

@@ -113,6 +113,9 @@ Scheduler::~Scheduler() = default;
 bool Scheduler::HasWork() const { return !impl_->running.empty() || !impl_->waiting.empty(); }
 std::size_t Scheduler::num_running() const { return impl_->running.size(); }
 std::size_t Scheduler::num_waiting() const { return impl_->waiting.size(); }
+std::int64_t Scheduler::CachedPrefixLength(std::span<const TokenId> prompt) const {
+  return impl_->kv.MatchLength(prompt);
+}
 
 EngineCounters Scheduler::counters() const {
   EngineCounters counters = impl_->counters;

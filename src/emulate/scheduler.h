@@ -166,6 +166,9 @@ class Scheduler {
 
   std::size_t num_running() const;
   std::size_t num_waiting() const;
+  // How many leading tokens of `prompt` the prefix cache holds now (0 without caching); read-only,
+  // as a cache-aware router asks it.
+  std::int64_t CachedPrefixLength(std::span<const TokenId> prompt) const;
   EngineCounters counters() const;
 
  private:

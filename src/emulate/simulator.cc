@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,10 +16,11 @@ namespace bakeoff::emulate {
 
 namespace {
 
-constexpr std::array<std::pair<Router, std::string_view>, 3> kRouterNames = {{
+constexpr std::array<std::pair<Router, std::string_view>, 4> kRouterNames = {{
     {Router::kRoundRobin, "round-robin"},
     {Router::kLeastOutstanding, "least-outstanding"},
     {Router::kPrefixAffinity, "prefix-affinity"},
+    {Router::kKvAware, "kv-aware"},
 }};
 
 MonoTime At(Nanos since_t0) { return MonoTime(since_t0); }
@@ -35,6 +37,93 @@ std::uint64_t PrefixHash(const std::vector<TokenId>& tokens, std::int64_t count)
   h *= 0xbf58476d1ce4e5b9ULL;
   return h ^ (h >> 31);
 }
+
+// The replica with the fewest outstanding requests, ties to the lowest index, kept in a tournament
+// tree: O(log n) per change, O(1) per query.
+class LeastLoaded {
+ public:
+  explicit LeastLoaded(std::size_t replicas) : size_(1) {
+    while (size_ < replicas) size_ *= 2;
+    load_.assign(replicas, 0);
+    tree_.assign(2 * size_, kNone);
+    for (std::size_t r = 0; r < replicas; ++r) tree_[size_ + r] = r;
+    for (std::size_t i = size_ - 1; i >= 1; --i) tree_[i] = Better(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  std::size_t best() const { return tree_[1]; }
+  std::int64_t load(std::size_t replica) const { return load_[replica]; }
+  void Add(std::size_t replica, std::int64_t delta) {
+    load_[replica] += delta;
+    for (std::size_t i = (size_ + replica) / 2; i >= 1; i /= 2) tree_[i] = Better(tree_[2 * i], tree_[2 * i + 1]);
+  }
+
+ private:
+  static constexpr std::size_t kNone = SIZE_MAX;
+  std::size_t Better(std::size_t a, std::size_t b) const {
+    if (a == kNone) return b;
+    if (b == kNone) return a;
+    return load_[b] < load_[a] ? b : a;  // a < b in index: ties keep a
+  }
+  std::size_t size_;
+  std::vector<std::int64_t> load_;
+  std::vector<std::size_t> tree_;
+};
+
+// kv-aware: which replicas the router sent each chain of leading prompt blocks to, most recent
+// first (at most kPerChain). Bounded: when the current generation holds kGeneration chains it
+// becomes the previous one and the one before is dropped, so chains not seen for two generations
+// are forgotten, as an engine's cache evicts them. The index only nominates candidates; how much a
+// candidate holds is asked of its cache (Scheduler::CachedPrefixLength).
+class PrefixIndex {
+ public:
+  static constexpr std::size_t kPerChain = 4;
+  static constexpr std::size_t kGeneration = 1 << 20;
+  using Replicas = std::array<std::int32_t, kPerChain>;  // -1: empty
+
+  // The chain hash of each whole block of `prompt` (kKvAwareBlockTokens tokens), in order.
+  static void Chains(const std::vector<TokenId>& prompt, std::vector<std::uint64_t>& out) {
+    out.clear();
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    const std::size_t block = static_cast<std::size_t>(kKvAwareBlockTokens);
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      h = (h ^ prompt[i]) * 0x100000001b3ULL;
+      if ((i + 1) % block == 0) {
+        std::uint64_t x = h ^ (h >> 31);
+        x *= 0xbf58476d1ce4e5b9ULL;
+        out.push_back(x ^ (x >> 29));
+      }
+    }
+  }
+
+  const Replicas* Find(std::uint64_t chain) const {
+    if (auto it = current_.find(chain); it != current_.end()) return &it->second;
+    if (auto it = previous_.find(chain); it != previous_.end()) return &it->second;
+    return nullptr;
+  }
+
+  void Remember(const std::vector<std::uint64_t>& chains, std::int32_t replica) {
+    for (std::uint64_t chain : chains) {
+      Replicas seen;
+      seen.fill(-1);
+      if (const Replicas* known = Find(chain)) seen = *known;
+      Replicas updated;
+      updated.fill(-1);
+      updated[0] = replica;
+      std::size_t n = 1;
+      for (std::int32_t r : seen) {
+        if (r >= 0 && r != replica && n < kPerChain) updated[n++] = r;
+      }
+      if (current_.size() >= kGeneration && !current_.contains(chain)) {
+        previous_ = std::move(current_);
+        current_.clear();
+      }
+      current_[chain] = updated;
+    }
+  }
+
+ private:
+  std::unordered_map<std::uint64_t, Replicas> current_;
+  std::unordered_map<std::uint64_t, Replicas> previous_;
+};
 
 }  // namespace
 
@@ -72,8 +161,10 @@ struct Simulator::Impl {
     std::unique_ptr<Scheduler> scheduler;
     bool busy = false;
     Nanos step_end{0};
-    // Requests in the engine, by SequenceId (the scheduler's ids are dense from 1).
+    // Requests in the engine, by SequenceId (the scheduler's ids are dense from 1), and the prompt
+    // tokens each added to waiting_prefill until its first token.
     std::vector<std::unique_ptr<SimResult>> by_sequence;
+    std::vector<std::int64_t> prefill_by_sequence;
     std::uint64_t routed = 0;
     std::uint64_t refused = 0;
   };
@@ -88,6 +179,11 @@ struct Simulator::Impl {
       return a.at != b.at ? a.at > b.at : a.order > b.order;
     }
   };
+  using StepEnd = std::pair<Nanos, std::size_t>;  // (instant, replica)
+
+  explicit Impl(SimConfig c)
+      : config(std::move(c)), replicas(static_cast<std::size_t>(config.replicas)), least_loaded(replicas.size()),
+        waiting_prefill(replicas.size()), touched_flag(replicas.size(), 0) {}
 
   SimConfig config;
   std::vector<Replica> replicas;
@@ -97,33 +193,86 @@ struct Simulator::Impl {
   std::uint64_t next_order = 0;
   std::uint64_t arrivals = 0;
   Nanos now{0};
+  // Busy replicas by the instant their step ends (earliest first, then lowest index).
+  std::priority_queue<StepEnd, std::vector<StepEnd>, std::greater<>> step_ends;
+  LeastLoaded least_loaded;  // outstanding (waiting + running) requests per replica
+  // Prompt tokens routed to each replica whose request has no first token yet (less what the
+  // cache held when routed, for kv-aware).
+  LeastLoaded waiting_prefill;
+  std::int64_t routed_match = 0;  // kv-aware: the routed replica's cached prefix, set by Route
+  // Replicas whose state changed at `now` (a step ended, a request arrived): only they may begin
+  // a step, as an untouched idle replica that had no step to begin still has none.
+  std::vector<std::size_t> touched;
+  std::vector<char> touched_flag;
+  PrefixIndex prefix_index;
+  std::vector<std::uint64_t> chains;  // scratch: the arriving prompt's block chains
+
+  void Touch(std::size_t r) {
+    if (touched_flag[r]) return;
+    touched_flag[r] = 1;
+    touched.push_back(r);
+  }
+
+  // kv-aware: the replica where the request's first token is least work away: the prompt tokens
+  // waiting for prefill there (requests routed that have no first token yet) plus the part of this
+  // prompt its prefix cache does not hold. Candidates: the replica with the least waiting prefill
+  // and the replicas the index saw the prompt's deepest known block chain go to. Ties: fewer
+  // outstanding requests, then the lower index. Sets `routed_match` to the chosen one's match.
+  std::size_t RouteKvAware(const std::vector<TokenId>& prompt) {
+    PrefixIndex::Chains(prompt, chains);
+    std::array<std::size_t, PrefixIndex::kPerChain + 1> candidates{};
+    std::size_t count = 0;
+    candidates[count++] = waiting_prefill.best();
+    for (std::size_t depth = chains.size(); depth-- > 0;) {
+      const PrefixIndex::Replicas* seen = prefix_index.Find(chains[depth]);
+      if (seen == nullptr) continue;
+      for (std::int32_t r : *seen) {
+        const auto replica = static_cast<std::size_t>(r);
+        if (r >= 0 && std::find(candidates.begin(), candidates.begin() + count, replica) == candidates.begin() + count) {
+          candidates[count++] = replica;
+        }
+      }
+      break;  // the deepest chain known: its replicas hold the most of this prompt
+    }
+    std::size_t best = candidates[0];
+    std::int64_t best_cost = INT64_MAX, best_match = 0;
+    const auto size = static_cast<std::int64_t>(prompt.size());
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t r = candidates[i];
+      const std::int64_t match = replicas[r].scheduler->CachedPrefixLength(prompt);
+      const std::int64_t cost = waiting_prefill.load(r) + size - match;
+      const bool better = cost < best_cost ||
+                          (cost == best_cost && (least_loaded.load(r) < least_loaded.load(best) ||
+                                                 (least_loaded.load(r) == least_loaded.load(best) && r < best)));
+      if (better) {
+        best = r;
+        best_cost = cost;
+        best_match = match;
+      }
+    }
+    prefix_index.Remember(chains, static_cast<std::int32_t>(best));
+    routed_match = best_match;
+    return best;
+  }
 
   std::size_t Route(const SimRequest& request) {
-    const auto n = replicas.size();
     switch (config.router) {
       case Router::kRoundRobin:
-        return arrivals % n;
-      case Router::kLeastOutstanding: {
-        std::size_t best = 0;
-        std::size_t best_load = SIZE_MAX;
-        for (std::size_t r = 0; r < n; ++r) {
-          const Scheduler& s = *replicas[r].scheduler;
-          const std::size_t load = s.num_running() + s.num_waiting();
-          if (load < best_load) {
-            best = r;
-            best_load = load;
-          }
-        }
-        return best;
-      }
+        return arrivals % replicas.size();
+      case Router::kLeastOutstanding:
+        return least_loaded.best();
       case Router::kPrefixAffinity:
-        return PrefixHash(request.request.prompt, config.affinity_tokens) % n;
+        return PrefixHash(request.request.prompt, config.affinity_tokens) % replicas.size();
+      case Router::kKvAware:
+        return RouteKvAware(request.request.prompt);
     }
     return 0;
   }
 
   void Arrive(SimRequest&& request, const std::function<void(SimResult&&)>& on_result) {
+    routed_match = 0;
     const std::size_t r = Route(request);
+    const std::int64_t prefill = static_cast<std::int64_t>(request.request.prompt.size()) - routed_match;
     ++arrivals;
     Replica& replica = replicas[r];
     auto result = std::make_unique<SimResult>();
@@ -151,18 +300,28 @@ struct Simulator::Impl {
       return;
     }
     ++replica.routed;
+    least_loaded.Add(r, 1);
+    waiting_prefill.Add(r, prefill);
+    Touch(r);
     if (config.keep_token_times) result->token_times.reserve(64);
     const auto index = static_cast<std::size_t>(id.value());
-    if (replica.by_sequence.size() <= index) replica.by_sequence.resize(index + 1);
+    if (replica.by_sequence.size() <= index) {
+      replica.by_sequence.resize(index + 1);
+      replica.prefill_by_sequence.resize(index + 1);
+    }
     replica.by_sequence[index] = std::move(result);
+    replica.prefill_by_sequence[index] = prefill;
   }
 
-  void CompleteStep(Replica& replica, const std::function<void(SimResult&&)>& on_result) {
+  void CompleteStep(std::size_t r, const std::function<void(SimResult&&)>& on_result) {
+    Replica& replica = replicas[r];
     replica.busy = false;
+    Touch(r);
     for (const TokenEvent& event : replica.scheduler->FinishStep()) {
       std::unique_ptr<SimResult>& slot = replica.by_sequence[static_cast<std::size_t>(event.id)];
       SimResult& result = *slot;
       if (event.index == 0) {
+        waiting_prefill.Add(r, -replica.prefill_by_sequence[static_cast<std::size_t>(event.id)]);
         result.first_token = now;
         result.admitted = Since(event.admitted);
         result.cached_tokens = event.cached_prompt_tokens;
@@ -172,6 +331,7 @@ struct Simulator::Impl {
       if (event.finish) {
         result.finish = *event.finish;
         result.finished = now;
+        least_loaded.Add(r, -1);
         std::unique_ptr<SimResult> done = std::move(slot);
         on_result(std::move(*done));
       }
@@ -213,11 +373,10 @@ struct Simulator::Impl {
   }
 };
 
-Simulator::Simulator(SimConfig config) : impl_(std::make_unique<Impl>()) {
+Simulator::Simulator(SimConfig config) {
   Status valid = ValidateSimConfig(config);
   BAKEOFF_CHECK(valid.ok()) << valid.error().message;
-  impl_->config = std::move(config);
-  impl_->replicas.resize(static_cast<std::size_t>(impl_->config.replicas));
+  impl_ = std::make_unique<Impl>(std::move(config));
   for (Impl::Replica& replica : impl_->replicas) {
     replica.scheduler = std::make_unique<Scheduler>(impl_->config.engine);
   }
@@ -244,29 +403,36 @@ std::vector<ReplicaCounters> Simulator::counters() const {
 void Simulator::Run(const ArrivalSource& source, const std::function<void(SimResult&&)>& on_result,
                     std::optional<Nanos> until) {
   Impl& m = *impl_;
+  std::vector<std::size_t> ending;
   for (;;) {
     std::optional<Nanos> next = m.NextArrivalTime(source);
-    for (const Impl::Replica& replica : m.replicas) {
-      if (replica.busy && (!next || replica.step_end < *next)) next = replica.step_end;
-    }
+    if (!m.step_ends.empty() && (!next || m.step_ends.top().first < *next)) next = m.step_ends.top().first;
     if (!next || (until && *next > *until)) return;
     m.now = *next;
-    // 1. Steps ending now, in replica order.
-    for (Impl::Replica& replica : m.replicas) {
-      if (replica.busy && replica.step_end == m.now) m.CompleteStep(replica, on_result);
+    // 1. Steps ending now, in replica order (the heap orders equal instants by index).
+    ending.clear();
+    while (!m.step_ends.empty() && m.step_ends.top().first == m.now) {
+      ending.push_back(m.step_ends.top().second);
+      m.step_ends.pop();
     }
+    for (std::size_t r : ending) m.CompleteStep(r, on_result);
     // 2. Arrivals due now, in submission order (results above may have added some).
     while (std::optional<SimRequest> request = m.TakeDueArrival(source)) {
       m.Arrive(std::move(*request), on_result);
     }
-    // 3. Idle replicas with work begin a step.
-    for (Impl::Replica& replica : m.replicas) {
+    // 3. Idle replicas with work begin a step, in index order; only those touched now can have one.
+    std::sort(m.touched.begin(), m.touched.end());
+    for (std::size_t r : m.touched) {
+      m.touched_flag[r] = 0;
+      Impl::Replica& replica = m.replicas[r];
       if (replica.busy) continue;
       std::optional<StepPlan> plan = replica.scheduler->BeginStep(At(m.now));
       if (!plan) continue;
       replica.busy = true;
       replica.step_end = Since(plan->end);
+      m.step_ends.emplace(replica.step_end, r);
     }
+    m.touched.clear();
   }
 }
 

@@ -16,7 +16,17 @@
 //
 // Routers: round-robin (arrival count modulo replicas); least-outstanding (fewest waiting +
 // running, ties to the lowest index); prefix-affinity (a hash of the first `affinity_tokens`
-// prompt tokens picks the replica, so requests sharing that prefix meet the same prefix cache).
+// prompt tokens picks the replica, so requests sharing that prefix meet the same prefix cache);
+// kv-aware (scores replicas by cached prefix and load, as Gateway API inference extensions and
+// llm-d route): the router remembers which replicas it sent each chain of 64-token prompt blocks
+// to; for the replicas that saw the prompt's deepest known chain, and the replica with the least
+// prefill waiting, it asks the prefix cache how much of the prompt it holds now, and sends the
+// request where its first token is least work away: the prompt tokens already waiting for prefill
+// there plus the part of this prompt not cached (docs/simulator.md, "Routers").
+//
+// Cost: each event costs O(log replicas) plus the replicas it touches (a heap of step ends, a
+// tournament tree of outstanding counts), never a scan of every replica, so a fleet of thousands
+// of replicas simulates at about the speed of one.
 //
 // Thread-safety: none; one thread.
 // Units: Nanos since the simulation's t0.
@@ -36,9 +46,15 @@
 
 namespace bakeoff::emulate {
 
-enum class Router : std::uint8_t { kRoundRobin, kLeastOutstanding, kPrefixAffinity };
-std::string_view RouterName(Router router);  // "round-robin", "least-outstanding", "prefix-affinity"
+enum class Router : std::uint8_t { kRoundRobin, kLeastOutstanding, kPrefixAffinity, kKvAware };
+// "round-robin", "least-outstanding", "prefix-affinity", "kv-aware"
+std::string_view RouterName(Router router);
 std::optional<Router> ParseRouter(std::string_view name);
+inline constexpr Router kAllRouters[] = {Router::kRoundRobin, Router::kLeastOutstanding, Router::kPrefixAffinity,
+                                         Router::kKvAware};
+
+// kv-aware: the router's index remembers prompts by chains of blocks of this many tokens.
+inline constexpr std::int64_t kKvAwareBlockTokens = 64;
 
 struct SimConfig {
   EngineConfig engine;

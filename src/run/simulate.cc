@@ -86,7 +86,7 @@ measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pend
 class StepSimulation {
  public:
   StepSimulation(const SimulateConfig& config, std::uint32_t index, const load::PromptText& prompts,
-                 load::RecordSink& sink, const std::atomic<bool>& stop)
+                 load::RecordSink* sink, const std::atomic<bool>& stop)
       : config_(config), spec_(config.run.steps[index]), index_(index), prompts_(prompts),
         sink_(sink), stop_(stop), simulator_(config.sim) {}
 
@@ -106,7 +106,7 @@ class StepSimulation {
       for (std::uint32_t i = 0; i < spec_.concurrency; ++i) SubmitClosedLoop();
     }
     result.planned = schedule.size();
-    stride_ = Stride(spec_.mode == load::LoopMode::kClosed ? spec_.limits.requests.value_or(0) : result.planned);
+    stride_ = sink_ == nullptr ? 0 : Stride(spec_.mode == load::LoopMode::kClosed ? spec_.limits.requests.value_or(0) : result.planned);
     std::size_t next = 0;
     auto source = [&]() -> std::optional<emulate::SimRequest> {
       if (next == schedule.size() || stop_.load(std::memory_order_relaxed)) return std::nullopt;
@@ -204,9 +204,9 @@ class StepSimulation {
       if (config_.keep.mode == RecordsKept::Mode::kNoTokens) {
         measure::RequestRecord without_tokens = record;
         without_tokens.token_events.clear();
-        sink_.Write(without_tokens, result.t0);
+        sink_->Write(without_tokens, result.t0);
       } else {
-        sink_.Write(record, result.t0);
+        sink_->Write(record, result.t0);
       }
     }
     if (spec_.mode == load::LoopMode::kClosed) SubmitClosedLoop();
@@ -235,7 +235,7 @@ class StepSimulation {
   const load::StepSpec& spec_;
   std::uint32_t index_;
   const load::PromptText& prompts_;
-  load::RecordSink& sink_;
+  load::RecordSink* sink_;  // null: no records kept
   const std::atomic<bool>& stop_;
   emulate::Simulator simulator_;
   load::TracePlan trace_plan_;
@@ -323,6 +323,29 @@ std::string_view RecordsKeptName(RecordsKept::Mode mode) {
   return "?";
 }
 
+// As bench calibrates prompt sizes against a server's /tokenize, against the emulated tokenizer.
+double EmulatedWordsPerToken() {
+  const load::PromptText prompts;
+  return target::kCalibrationSampleWords /
+         static_cast<double>(emulate::CountTokens(prompts.Build(target::kCalibrationSampleWords, 1)));
+}
+
+SimulatedStep SimulateStep(const SimulateConfig& config, std::uint32_t step, load::RecordSink* sink,
+                           const std::atomic<bool>& stop) {
+  SimulateConfig calibrated = config;
+  calibrated.run.target.prompt_sizing.words_per_token = EmulatedWordsPerToken();
+  const load::PromptText prompts;
+  StepSimulation simulation(calibrated, step, prompts, sink, stop);
+  const load::StepResult result = simulation.Run();
+  SimulatedStep out;
+  out.analysis = analyze::AnalyzeStep(result, config.slo);
+  out.replicas = simulation.counters();
+  out.balance = BalanceJson(out.replicas, config.sim, out.analysis.label, out.notes);
+  out.kept_every = simulation.stride();
+  out.kept = simulation.kept();
+  return out;
+}
+
 Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,
                                  const std::function<void(const std::string&)>& log) {
   Status valid = emulate::ValidateSimConfig(config.sim);
@@ -340,26 +363,19 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
   if (!writer.ok()) return writer.error();
   JsonlRecordSink sink(*writer.value());
 
-  const load::PromptText prompts;
-  // As bench calibrates against a server's /tokenize, against the emulated tokenizer here.
-  SimulateConfig calibrated = config;
-  calibrated.run.target.prompt_sizing.words_per_token =
-      target::kCalibrationSampleWords /
-      static_cast<double>(emulate::CountTokens(prompts.Build(target::kCalibrationSampleWords, 1)));
+  const double words_per_token = EmulatedWordsPerToken();
   nlohmann::json steps = nlohmann::json::array();
   nlohmann::json kept = nlohmann::json::array();
   for (std::uint32_t s = 0; s < config.run.steps.size() && !stop.load(); ++s) {
     log(fmt::format("step {}/{}: {} on {} simulated replica(s)", s + 1, config.run.steps.size(),
                     config.run.steps[s].label, config.sim.replicas));
-    StepSimulation simulation(calibrated, s, prompts, sink, stop);
-    const load::StepResult result = simulation.Run();
-    outcome.steps.push_back(analyze::AnalyzeStep(result, config.slo));
+    SimulatedStep simulated = SimulateStep(config, s, &sink, stop);
+    outcome.steps.push_back(std::move(simulated.analysis));
     nlohmann::json step = analyze::ToJson(outcome.steps.back());
-    const std::vector<emulate::ReplicaCounters>& replicas = simulation.counters();
-    step["simulator"] = {{"replicas", CountersJson(replicas)},
-                         {"balance", BalanceJson(replicas, config.sim, outcome.steps.back().label, outcome.notes)}};
+    step["simulator"] = {{"replicas", CountersJson(simulated.replicas)}, {"balance", std::move(simulated.balance)}};
+    for (std::string& note : simulated.notes) outcome.notes.push_back(std::move(note));
     steps.push_back(std::move(step));
-    kept.push_back({{"step", s}, {"every", simulation.stride()}, {"records", simulation.kept()}});
+    kept.push_back({{"step", s}, {"every", simulated.kept_every}, {"records", simulated.kept}});
   }
   outcome.interrupted = stop.load();
 
@@ -374,7 +390,7 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
                        {"note", "emulated engine on a virtual clock (bakeoff simulate): these figures "
                                 "describe bakeoff's model of an engine, not a real engine"}};
   summary["prompt_calibration"] = {{"checked", true},
-                                   {"words_per_token", calibrated.run.target.prompt_sizing.words_per_token},
+                                   {"words_per_token", words_per_token},
                                    {"by", "the emulated engine's tokenizer"}};
   summary["records_kept"] = {{"mode", RecordsKeptName(config.keep.mode)},
                              {"with_token_instants", config.keep.mode != RecordsKept::Mode::kNoTokens},

@@ -62,6 +62,26 @@ struct SimulateConfig {
   RecordsKept keep;  // a study keeps every record (its replay's head-of-line figures read them)
 };
 
+// One step of a simulate run, simulated on fresh replicas: its figures, what each replica did, and
+// how evenly the router spread it (summary.json simulator.balance, with a note when uneven).
+struct SimulatedStep {
+  analyze::StepAnalysis analysis;
+  std::vector<emulate::ReplicaCounters> replicas;
+  nlohmann::json balance;
+  std::vector<std::string> notes;
+  std::uint64_t kept_every = 0;  // records written to `sink`: every kept_every-th request (0: none)
+  std::uint64_t kept = 0;
+};
+
+// Simulates step `step` of `config`, writing the records `config.keep` keeps to `sink` (null: none;
+// `bakeoff plan` runs many steps and keeps only their figures). REQUIRES: step < config.run.steps.size()
+// and ValidateSimConfig(config.sim).ok().
+SimulatedStep SimulateStep(const SimulateConfig& config, std::uint32_t step, load::RecordSink* sink,
+                           const std::atomic<bool>& stop);
+
+// The words per token of the emulated tokenizer (the figure bench measures against a server's /tokenize).
+double EmulatedWordsPerToken();
+
 Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic<bool>& stop,
                                  const std::function<void(const std::string&)>& log);
 

@@ -162,6 +162,59 @@ TEST(SimulatorTest, RoutersSpreadAsDocumented) {
   EXPECT_EQ(replicas_used(Router::kLeastOutstanding, false).size(), 4u);
 }
 
+// kv-aware: requests of three conversations (each a distinct 512-token prefix, then its own
+// question) arrive one at a time at four replicas; each conversation's later requests meet the
+// replica that computed its prefix, so every prefix is computed once, where round-robin spreads
+// each conversation over every replica and computes each prefix four times.
+TEST(SimulatorTest, KvAwareRoutesToTheReplicaHoldingThePrefix) {
+  auto run = [](Router router) {
+    SimConfig config;
+    config.replicas = 4;
+    config.router = router;
+    config.engine.kv.prefix_caching = PrefixCaching::kHashedBlocks;
+    Simulator simulator(config);
+    std::vector<SimRequest> requests;
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      SimRequest r = Request(i, milliseconds(200 * i), 512, 4, static_cast<TokenId>(5000 * (i % 3)));
+      for (TokenId q = 0; q < 40; ++q) r.request.prompt.push_back(20000 + static_cast<TokenId>(i) * 40 + q);
+      requests.push_back(std::move(r));
+    }
+    std::map<std::uint64_t, std::set<std::int64_t>> replicas_of_conversation;
+    std::int64_t cached = 0;
+    for (const SimResult& r : RunAll(simulator, std::move(requests))) {
+      replicas_of_conversation[r.id % 3].insert(r.replica);
+      cached += r.cached_tokens;
+    }
+    return std::make_pair(replicas_of_conversation, cached);
+  };
+  const auto [kv_spread, kv_cached] = run(Router::kKvAware);
+  for (const auto& [conversation, used] : kv_spread) EXPECT_EQ(used.size(), 1u) << "conversation " << conversation;
+  const auto [rr_spread, rr_cached] = run(Router::kRoundRobin);
+  // 37 of 40 requests find their 512-token prefix (32 whole 16-token blocks) cached; round-robin
+  // computes each prefix once on each replica, 12 times in all.
+  EXPECT_EQ(kv_spread.size(), 3u);
+  EXPECT_EQ(kv_cached, 37 * 512);
+  EXPECT_EQ(rr_cached, 28 * 512);
+}
+
+// kv-aware does not pile a burst onto the replica holding the one shared prefix (as
+// prefix-affinity does): once the prefill waiting there outweighs the cached prefix, an idle
+// replica is the nearer first token.
+TEST(SimulatorTest, KvAwareSpreadsABurstOfOnePrefix) {
+  SimConfig config;
+  config.replicas = 4;
+  config.router = Router::kKvAware;
+  Simulator simulator(config);
+  std::vector<SimRequest> requests;
+  for (std::uint64_t i = 0; i < 40; ++i) requests.push_back(Request(i, milliseconds(i), 512, 50, 0));
+  std::map<std::int64_t, int> per_replica;
+  for (const SimResult& r : RunAll(simulator, std::move(requests))) ++per_replica[r.replica];
+  EXPECT_EQ(per_replica.size(), 4u);
+  for (const auto& [replica, count] : per_replica) EXPECT_LE(count, 16) << "replica " << replica;
+  EXPECT_TRUE(ParseRouter("kv-aware").has_value());
+  EXPECT_EQ(RouterName(Router::kKvAware), "kv-aware");
+}
+
 TEST(SimulatorTest, RefusesOverTheContextLimitAndBeyondTheQueueLimit) {
   SimConfig config;
   config.engine.max_model_len = 1000;

@@ -1,0 +1,62 @@
+// cli/simulate_setup.cc: the load and engine-model flags of simulate and plan (simulate_setup.h).
+#include "cli/simulate_setup.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "emulate/engine_preset.h"
+
+namespace bakeoff::cli {
+
+void AddEngineModelOptions(CLI::App& c, EngineModelFlags& flags) {
+  c.add_option("--preset", flags.preset,
+               "Engine preset: a name in the presets folder (examples/engines) or a YAML file")
+      ->capture_default_str();
+  c.add_option("--affinity-tokens", flags.affinity_tokens,
+               "prefix-affinity: leading prompt tokens hashed to pick the replica")
+      ->capture_default_str();
+  c.add_option("--max-waiting", flags.max_waiting, "Requests a replica queues before answering 503 (0 = no limit)")
+      ->capture_default_str();
+}
+
+Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const EngineModelFlags& engine,
+                                                const std::string& command) {
+  auto usage = [](std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); };
+  Result<LoadSetup> setup = BuildLoad(load, command);
+  if (!setup.ok()) return setup.error();
+  run::SimulateConfig config;
+  config.run.target.request = setup->request;
+  if (!setup->variant.empty() || !dialect::ApiGenerates(setup->request.api)) {
+    return usage("the simulator models generation without grammars or adapters: --structured, --lora-adapters "
+                 "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
+  }
+  if (config.run.target.request.model.empty()) config.run.target.request.model = "emulated-model";
+  config.run.shape = setup->shape;
+  config.run.steps = setup->steps;
+  config.run.seed = load.seed;
+  config.trace = setup->trace;
+  config.slo = setup->slo;
+  config.out_dir = setup->out_dir;
+
+  Result<std::filesystem::path> file = emulate::ResolveEnginePreset(engine.preset, EnginePresetsDir());
+  if (!file.ok()) return usage("--preset: " + file.error().message);
+  Result<emulate::EnginePreset> preset = emulate::LoadEnginePreset(file.value());
+  if (!preset.ok()) return usage("--preset: " + preset.error().message);
+  config.sim.engine = preset->config;
+  config.preset = preset->config.name == engine.preset ? engine.preset
+                                                       : fmt::format("{} ({})", preset->config.name, engine.preset);
+  if (engine.affinity_tokens < 1) return usage("--affinity-tokens: must be at least 1");
+  config.sim.affinity_tokens = engine.affinity_tokens;
+  if (engine.max_waiting < 0) return usage("--max-waiting: must be 0 (no limit) or more");
+  config.sim.max_waiting = engine.max_waiting;
+
+  config.flags = LoadFlagsJson(load, setup.value());
+  config.flags.update({{"preset", engine.preset},
+                       {"affinity_tokens", engine.affinity_tokens},
+                       {"max_waiting", engine.max_waiting},
+                       {"engine", emulate::RenderEnginePreset(preset.value())}});
+  return config;
+}
+
+}  // namespace bakeoff::cli

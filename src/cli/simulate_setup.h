@@ -1,0 +1,31 @@
+// cli/simulate_setup.h
+//
+// Owns: the flags `bakeoff simulate` and `bakeoff plan` share (the load flags, an engine preset,
+// the prefix-affinity tokens and a replica's queue limit) and the run::SimulateConfig they build,
+// validated with one line naming the flag or the preset file:line.
+// Does not own: each command's own flags (replicas and router for simulate; routers, what-ifs and
+// the search bounds for plan).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cli/load_flags.h"
+#include "run/simulate.h"
+
+namespace bakeoff::cli {
+
+struct EngineModelFlags {
+  std::string preset = "continuous-paged";
+  std::int64_t affinity_tokens = 256;
+  std::int64_t max_waiting = 0;
+};
+
+void AddEngineModelOptions(CLI::App& command, EngineModelFlags& flags);
+
+// The load and engine model the flags describe, with summary.json's flags record (load flags,
+// preset, affinity_tokens, max_waiting and the preset's full engine). `command` prefixes warnings.
+Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const EngineModelFlags& engine,
+                                                const std::string& command);
+
+}  // namespace bakeoff::cli
