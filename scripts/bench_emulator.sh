@@ -4,6 +4,7 @@
 #   (e1) the virtual-clock simulator on one core: bakeoff_sim_bench, 1,000,000 requests of about
 #        500 prompt and 200 output tokens at 70% of the preset's measured capacity; its baseline in
 #        the same run is only making those requests. Facts sim.*: every field it prints;
+#   (e3) the same on a fleet of replicas (fleet_args: --replicas, --router). Facts fleet.*;
 #   (e2) the real-time emulator on one core (taskset), with `bakeoff bench` on the other core:
 #        token events per second, the server's CPU share and its own step lag
 #        (bakeoff_emulate_step_lag_seconds from /metrics), at a realistic preset (e2real) and at
@@ -33,6 +34,17 @@ if out=$(cd "$root" && timeout 300 "$BAKEOFF_BENCH_BIN/bakeoff_sim_bench" $sim_a
   jq -c --arg s "$section" 'to_entries[] | {section: $s, key: ("sim." + .key), value}' <<<"$out" >>"$BAKEOFF_BENCH_FACTS"
 else
   failure "$section" "(e1) bakeoff_sim_bench exited non-zero"
+fi
+
+# (e3) ------------------------------------------------------------------------------------------
+# shellcheck disable=SC2154,SC2086
+fact "$section" fleet.command "$BAKEOFF_BENCH_BUILD/bench/bakeoff_sim_bench $fleet_args"
+log "bakeoff_sim_bench $fleet_args"
+# shellcheck disable=SC2086
+if out=$(cd "$root" && timeout 300 "$BAKEOFF_BENCH_BIN/bakeoff_sim_bench" $fleet_args); then
+  jq -c --arg s "$section" 'to_entries[] | {section: $s, key: ("fleet." + .key), value}' <<<"$out" >>"$BAKEOFF_BENCH_FACTS"
+else
+  failure "$section" "(e3) bakeoff_sim_bench on a fleet exited non-zero"
 fi
 
 # (e2) ------------------------------------------------------------------------------------------
