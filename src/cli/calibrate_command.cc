@@ -2,10 +2,12 @@
 //
 // Owns: `bakeoff calibrate --url URL --out PRESET.yaml`: the flags of run::Calibrate (the budget,
 // the base preset the unmeasured settings come from, the largest number of streams), the engine
-// adapter's forced-length fields (--engine, else detected), and the printout of each fit.
-// Exit codes: 0 written (a poor fit is written flagged, and said); 2 a wrong flag or base preset;
-// 1 the endpoint served nothing or the preset could not be written; 128 + the signal when stopped
-// (what was measured is written).
+// adapter's forced-length fields (--engine, else detected), and the printout of each fit; and
+// `bakeoff calibrate --url URL --validate PRESET --out DIR` (run::ValidatePreset: held-out loads on
+// the endpoint and the simulator, the prediction error per metric).
+// Exit codes: 0 written (a poor fit is written flagged, and said; validation: whether or not the
+// model holds); 2 a wrong flag or preset; 1 the endpoint served nothing or the files could not be
+// written; 128 + the signal when stopped (what was measured is written).
 #include <memory>
 #include <string>
 
@@ -17,6 +19,7 @@
 #include "cli/stop_signals.h"
 #include "run/bench.h"
 #include "run/calibrate.h"
+#include "run/validate.h"
 #include "target/discovery.h"
 
 namespace bakeoff::cli {
@@ -31,7 +34,59 @@ struct CalibrateFlags {
   std::string base_preset = "continuous-paged";
   std::uint64_t seed = 0;  // 0: from the clock, so no prompt is one the server has cached
   std::uint32_t max_concurrency = 32;
+  // --validate PRESET: check it instead of fitting one (--out is then a folder).
+  std::string validate;
+  std::vector<double> fractions = {0.3, 0.5, 0.8};
+  double bursty_fraction = 0.5;
+  std::string slo;
+  std::uint32_t prompt_tokens = 256;
+  std::uint32_t output_tokens = 64;
 };
+
+int RunValidateCommand(const CalibrateFlags& f, run::LoadTarget server, dialect::GenerationRequest request,
+                       std::uint64_t seed, Nanos budget) {
+  auto usage = [](const std::string& message) {
+    fmt::print(stderr, "bakeoff calibrate --validate: {}\n", message);
+    return kExitUsage;
+  };
+  auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff calibrate --validate: {}\n", line); };
+  run::ValidateConfig config;
+  Result<std::filesystem::path> file = emulate::ResolveEnginePreset(f.validate, EnginePresetsDir());
+  if (!file.ok()) return usage("--validate: " + file.error().message);
+  Result<emulate::EnginePreset> preset = emulate::LoadEnginePreset(file.value());
+  if (!preset.ok()) return usage("--validate: " + preset.error().message);
+  config.preset = preset.value();
+  config.preset_name = f.validate;
+  config.server = std::move(server);
+  config.request = std::move(request);
+  config.out_dir = f.out;
+  config.seed = seed;
+  config.budget = budget;
+  config.fractions = f.fractions;
+  config.bursty_fraction = f.bursty_fraction;
+  config.prompt_tokens = f.prompt_tokens;
+  config.output_tokens = f.output_tokens;
+  if (!f.slo.empty()) {
+    Result<analyze::Slo> slo = analyze::ParseSlo(f.slo);
+    if (!slo.ok()) return usage("--slo: " + slo.error().message);
+    config.slo = slo.value();
+  }
+  if (Status valid = run::ValidateValidateConfig(config); !valid.ok()) return usage(valid.error().message);
+  std::error_code ec;
+  std::filesystem::create_directories(config.out_dir, ec);
+  if (ec) return usage("--out: cannot create " + config.out_dir.string() + ": " + ec.message());
+
+  const StopSignals stop;
+  Result<run::ValidationOutcome> outcome = run::ValidatePreset(config, stop.flag(), log);
+  if (!outcome.ok()) {
+    fmt::print(stderr, "bakeoff calibrate --validate: {}\n", outcome.error().message);
+    return outcome.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure;
+  }
+  fmt::print("measured capacity: {:.2f} requests/s ({} streams)\n{}", outcome->capacity_per_s,
+             outcome->capacity_concurrency, run::FormatValidation(outcome.value()));
+  fmt::print("validation: {}\n", (config.out_dir / "validation.json").string());
+  return outcome->interrupted ? stop.ExitCode() : kExitOk;
+}
 
 int RunCalibrateCommand(const CalibrateFlags& f) {
   auto usage = [](const std::string& message) {
@@ -56,10 +111,22 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   if (f.max_concurrency < 4 || f.max_concurrency > 32) return usage("--max-concurrency: between 4 and 32");
   // Checked before the experiment, so a wrong folder does not cost the run.
   const std::filesystem::path out_dir = std::filesystem::absolute(config.out).parent_path();
-  if (std::error_code ec; !std::filesystem::is_directory(out_dir, ec)) {
+  if (std::error_code ec; f.validate.empty() && !std::filesystem::is_directory(out_dir, ec)) {
     return usage("--out: the folder " + out_dir.string() + " does not exist");
   }
   config.max_concurrency = f.max_concurrency;
+  if (!f.validate.empty()) {
+    run::LoadTarget server;
+    server.url = f.url;
+    Result<const target::EngineAdapter*> adapter =
+        ResolveEngine(f.engine, config.target.endpoint, config.target.client, log);
+    if (!adapter.ok()) return usage(adapter.error().message);
+    server.adapter = adapter.value();
+    dialect::GenerationRequest request;
+    request.model = f.model;
+    request.ignore_eos = true;
+    return RunValidateCommand(f, std::move(server), std::move(request), config.seed, config.budget);
+  }
   Result<std::filesystem::path> file = emulate::ResolveEnginePreset(f.base_preset, EnginePresetsDir());
   if (!file.ok()) return usage("--base-preset: " + file.error().message);
   Result<emulate::EnginePreset> base = emulate::LoadEnginePreset(file.value());
@@ -108,7 +175,21 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
       "streams and context) and write them as an engine preset, with each fit's quality and points.\n"
       "Exit: 0 written, 2 a wrong flag, 1 nothing served or not written.");
   c->add_option("--url", flags->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
-  c->add_option("--out", flags->out, "The preset file to write (YAML)")->required();
+  c->add_option("--out", flags->out, "The preset file to write (YAML); with --validate, the folder for the runs and "
+                                     "validation.json")
+      ->required();
+  c->add_option("--validate", flags->validate,
+                "Check this preset instead: held-out loads (Poisson at --fractions of the measured capacity, one "
+                "bursty load) on the endpoint and on the simulator, and the prediction error per metric");
+  c->add_option("--fractions", flags->fractions, "--validate: shares of the measured capacity, one Poisson load each")
+      ->delimiter(',')
+      ->capture_default_str();
+  c->add_option("--bursty-fraction", flags->bursty_fraction,
+                "--validate: share of capacity of the bursty load (Gamma arrivals, CV 2); 0 = none")
+      ->capture_default_str();
+  c->add_option("--slo", flags->slo, "--validate: compare goodput under this SLO too (e.g. ttft_p99=1s)");
+  c->add_option("--prompt-tokens", flags->prompt_tokens, "--validate: prompt length of the loads")->capture_default_str();
+  c->add_option("--output-tokens", flags->output_tokens, "--validate: answer length of the loads")->capture_default_str();
   c->add_option("--budget", flags->budget, "No new measurement starts past this time")->capture_default_str();
   c->add_option("--model", flags->model, "Model name (default: the first listed by /v1/models)");
   c->add_option("--engine", flags->engine, "Engine adapter for the forced-length fields (bakeoff detect --list)")

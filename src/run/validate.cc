@@ -1,0 +1,234 @@
+// run/validate.cc: the simulator's prediction error against a live endpoint (contract in
+// validate.h).
+#include "run/validate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/file.h"
+
+namespace bakeoff::run {
+namespace {
+
+Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
+
+constexpr std::uint32_t kMaxCapacityStreams = 64;
+constexpr std::uint64_t kMinRequestsPerLoad = 40;
+constexpr double kBurstyShape = 0.25;  // Gamma shape: inter-arrival CV 1 / sqrt(0.25) = 2
+constexpr std::uint64_t kCapacitySeedMix = 0x6361706163697479ULL;  // "capacity": unlike the step multiplier in load/request_builder.cc
+
+LoadJob Job(const ValidateConfig& config, std::vector<load::StepSpec> steps, const std::filesystem::path& out,
+            std::uint64_t seed) {
+  LoadJob job;
+  job.run.target.request = config.request;
+  job.run.shape.prompt_tokens = config.prompt_tokens;
+  job.run.shape.output_tokens = config.output_tokens;
+  job.run.steps = std::move(steps);
+  job.run.seed = seed;
+  job.run.slo = config.slo.RequestThresholds();
+  job.slo = config.slo;
+  job.out_dir = out;
+  job.flags = {{"validate", config.preset_name}, {"seed", seed}, {"prompt_tokens", config.prompt_tokens},
+               {"output_tokens", config.output_tokens}};
+  return job;
+}
+
+MetricError Compare(std::string metric, double measured, double simulated) {
+  MetricError e{std::move(metric), measured, simulated, 0};
+  if (measured != 0) e.error = (simulated - measured) / measured;
+  else if (simulated != 0) e.error = INFINITY;
+  return e;
+}
+
+std::vector<MetricError> CompareStep(const analyze::StepAnalysis& m, const analyze::StepAnalysis& s, bool with_slo) {
+  std::vector<MetricError> out = {
+      Compare("ttft_p50_ms", m.ttft_ms.p50.value, s.ttft_ms.p50.value),
+      Compare("ttft_p90_ms", m.ttft_ms.p90.value, s.ttft_ms.p90.value),
+      Compare("ttft_p99_ms", m.ttft_ms.p99.value, s.ttft_ms.p99.value),
+      Compare("tpot_p50_ms", m.tpot_ms.p50.value, s.tpot_ms.p50.value),
+      Compare("tpot_p90_ms", m.tpot_ms.p90.value, s.tpot_ms.p90.value),
+      Compare("tpot_p99_ms", m.tpot_ms.p99.value, s.tpot_ms.p99.value),
+      Compare("requests_per_s", m.request_rate_per_s, s.request_rate_per_s),
+      Compare("output_tokens_per_s", m.output_tokens_per_s, s.output_tokens_per_s),
+  };
+  if (with_slo) out.push_back(Compare("goodput_per_s", m.goodput_per_s, s.goodput_per_s));
+  return out;
+}
+
+// The metrics a step must predict within the targets, and how closely.
+std::string OutOfTolerance(const std::vector<MetricError>& metrics) {
+  std::string out;
+  for (const MetricError& e : metrics) {
+    const bool throughput = e.metric == "requests_per_s" || e.metric == "output_tokens_per_s";
+    const bool median = e.metric == "ttft_p50_ms" || e.metric == "tpot_p50_ms";
+    const double tolerance = throughput ? kThroughputTolerance : median ? kMedianTolerance : INFINITY;
+    if (!(std::abs(e.error) <= tolerance)) {
+      if (!out.empty()) out += ", ";
+      out += fmt::format("{} {:+.1f}% (tolerance ±{:.0f}%)", e.metric, 100 * e.error, 100 * tolerance);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ValidateValidateConfig(const ValidateConfig& config) {
+  if (config.fractions.empty()) return Invalid("--fractions: at least one share of capacity");
+  for (double f : config.fractions) {
+    if (!(f > 0 && f <= 2)) return Invalid(fmt::format("--fractions: {} is not in (0, 2]", f));
+  }
+  if (!(config.bursty_fraction >= 0 && config.bursty_fraction <= 2)) {
+    return Invalid("--bursty-fraction: must be in [0, 2] (0: no bursty load)");
+  }
+  if (config.budget < std::chrono::seconds(10)) return Invalid("--budget: at least 10s to validate");
+  if (config.prompt_tokens < 1 || config.output_tokens < 2) {
+    return Invalid("validation needs prompts of at least 1 token and answers of at least 2 (for TPOT)");
+  }
+  return Ok{};
+}
+
+Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std::atomic<bool>& stop,
+                                         const std::function<void(const std::string&)>& log) {
+  if (Status valid = ValidateValidateConfig(config); !valid.ok()) return valid.error();
+  ValidationOutcome outcome;
+  const std::size_t loads = config.fractions.size() + (config.bursty_fraction > 0 ? 1 : 0);
+  // The endpoint's time: one share for the capacity, one per load.
+  const Nanos window = config.budget / static_cast<std::int64_t>(loads + 1);
+
+  // 1. Measured capacity.
+  outcome.capacity_concurrency = static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(config.preset.config.max_num_seqs, 1, kMaxCapacityStreams));
+  load::StepSpec closed;
+  closed.mode = load::LoopMode::kClosed;
+  closed.concurrency = outcome.capacity_concurrency;
+  closed.limits.duration = window;
+  closed.limits.warmup_requests = outcome.capacity_concurrency;  // the first wave fills the batch
+  closed.label = fmt::format("capacity (concurrency={})", closed.concurrency);
+  log(fmt::format("measuring capacity: {} streams for {:.0f} s", closed.concurrency, ToSeconds(window)));
+  // Its own seed: prompts the held-out loads then send are not in the endpoint's prefix cache (the
+  // simulator starts every step with an empty one).
+  Result<BenchOutcome> capacity =
+      RunLoadJob(config.server, Job(config, {closed}, config.out_dir / "capacity", config.seed ^ kCapacitySeedMix), stop, log);
+  if (!capacity.ok()) return capacity.error();
+  if (capacity->steps.empty() || capacity->steps[0].ok_requests == 0) {
+    return MakeError(ErrorCode::kUnavailable,
+                     "the endpoint completed no request while capacity was measured (" +
+                         (capacity->steps.empty() || capacity->steps[0].error_examples.empty()
+                              ? std::string("no step ran")
+                              : capacity->steps[0].error_examples[0]) +
+                         ")");
+  }
+  outcome.capacity_per_s = capacity->steps[0].request_rate_per_s;
+  log(fmt::format("measured capacity: {:.2f} requests/s", outcome.capacity_per_s));
+
+  // 2. The held-out loads, on the endpoint and on the simulator, one schedule.
+  std::vector<load::StepSpec> steps;
+  std::vector<ValidationStep> planned;
+  auto add = [&](double fraction, bool bursty) {
+    load::StepSpec step;
+    step.mode = load::LoopMode::kOpen;
+    step.open.rate_per_s = fraction * outcome.capacity_per_s;
+    step.open.process = bursty ? load::ArrivalProcess::kGamma : load::ArrivalProcess::kPoisson;
+    step.open.burstiness = bursty ? kBurstyShape : 1;
+    step.limits.requests = std::max<std::uint64_t>(
+        kMinRequestsPerLoad, static_cast<std::uint64_t>(std::llround(step.open.rate_per_s * ToSeconds(window))));
+    step.label = bursty ? fmt::format("bursty (CV 2) at {:.0f}%", 100 * fraction)
+                        : fmt::format("{:.0f}% of capacity", 100 * fraction);
+    ValidationStep v;
+    v.label = step.label;
+    v.fraction = fraction;
+    v.rate_per_s = step.open.rate_per_s;
+    v.bursty = bursty;
+    planned.push_back(std::move(v));
+    steps.push_back(std::move(step));
+  };
+  for (double f : config.fractions) add(f, false);
+  if (config.bursty_fraction > 0) add(config.bursty_fraction, true);
+
+  Result<BenchOutcome> measured =
+      RunLoadJob(config.server, Job(config, steps, config.out_dir / "measured", config.seed), stop, log);
+  if (!measured.ok()) return measured.error();
+  LoadTarget simulator;
+  simulator.simulated = true;
+  simulator.sim.engine = config.preset.config;
+  simulator.preset = config.preset_name;
+  Result<BenchOutcome> simulated =
+      RunLoadJob(simulator, Job(config, steps, config.out_dir / "simulated", config.seed), stop, [](const std::string&) {});
+  if (!simulated.ok()) return simulated.error();
+
+  // 3. The errors, step by step.
+  const std::size_t done = std::min(measured->steps.size(), simulated->steps.size());
+  for (std::size_t i = 0; i < done; ++i) {
+    ValidationStep v = planned[i];
+    v.metrics = CompareStep(measured->steps[i], simulated->steps[i], !config.slo.empty());
+    v.why_not = OutOfTolerance(v.metrics);
+    v.holds = v.why_not.empty();
+    outcome.steps.push_back(std::move(v));
+  }
+  outcome.interrupted = measured->interrupted || stop.load();
+
+  std::string holding, failing;
+  for (const ValidationStep& v : outcome.steps) {
+    std::string& list = v.holds ? holding : failing;
+    if (!list.empty()) list += ", ";
+    list += v.label;
+  }
+  outcome.summary = failing.empty()
+                        ? fmt::format("the model holds at every load ({})", holding)
+                        : fmt::format("the model holds at: {}; it stops holding at: {}", holding.empty() ? "none" : holding,
+                                      failing);
+  Status written = WriteFileAtomically(config.out_dir / "validation.json", ToJson(outcome, config).dump(2) + "\n");
+  if (!written.ok()) return written.error();
+  return outcome;
+}
+
+nlohmann::json ToJson(const ValidationOutcome& outcome, const ValidateConfig& config) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const ValidationStep& v : outcome.steps) {
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const MetricError& e : v.metrics) {
+      metrics[e.metric] = {{"measured", e.measured},
+                           {"simulated", e.simulated},
+                           {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
+    }
+    nlohmann::json j = {{"label", v.label},   {"fraction_of_capacity", v.fraction}, {"rate_per_s", v.rate_per_s},
+                        {"bursty", v.bursty}, {"metrics", std::move(metrics)},       {"holds", v.holds}};
+    if (!v.holds) j["why_not"] = v.why_not;
+    steps.push_back(std::move(j));
+  }
+  nlohmann::json slo = nlohmann::json::array();
+  for (const analyze::SloTerm& term : config.slo.terms) slo.push_back(term.text);
+  return {{"preset", config.preset_name},
+          {"url", config.server.url},
+          {"seed", config.seed},
+          {"prompt_tokens", config.prompt_tokens},
+          {"output_tokens", config.output_tokens},
+          {"slo", std::move(slo)},
+          {"tolerances", {{"throughput", kThroughputTolerance}, {"median_ttft_tpot", kMedianTolerance}}},
+          {"capacity", {{"requests_per_s", outcome.capacity_per_s}, {"concurrency", outcome.capacity_concurrency}}},
+          {"steps", std::move(steps)},
+          {"summary", outcome.summary},
+          {"interrupted", outcome.interrupted},
+          {"runs", {{"capacity", "capacity"}, {"measured", "measured"}, {"simulated", "simulated (emulated)"}}}};
+}
+
+std::string FormatValidation(const ValidationOutcome& outcome) {
+  std::string out = fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "load", "rate/s",
+                                "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "req/s", "out tok/s", "verdict");
+  for (const ValidationStep& v : outcome.steps) {
+    out += fmt::format("{:<24} {:>8.2f}", v.label, v.rate_per_s);
+    for (const char* metric : {"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s",
+                               "output_tokens_per_s"}) {
+      const auto it = std::find_if(v.metrics.begin(), v.metrics.end(), [&](const MetricError& e) { return e.metric == metric; });
+      out += it == v.metrics.end() || !std::isfinite(it->error) ? fmt::format(" {:>10}", "-")
+                                                                : fmt::format(" {:>9.1f}%", 100 * it->error);
+    }
+    out += v.holds ? "  holds\n" : "  OFF: " + v.why_not + "\n";
+  }
+  out += "error = (simulated - measured) / measured; simulated figures are emulated\n" + outcome.summary + "\n";
+  return out;
+}
+
+}  // namespace bakeoff::run

@@ -1,0 +1,114 @@
+// `bakeoff calibrate --validate` against the emulated engine on 127.0.0.1: validating the preset the
+// server runs shows small errors at every held-out load, a deliberately wrong preset large ones
+// (the check can fail), both wall-clock (*TimingTest); and the refusals through the CLI.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "emulate/engine_preset.h"
+#include "emulate/server.h"
+#include "run/validate.h"
+#include "support/bakeoff_process.h"
+
+namespace bakeoff {
+namespace {
+
+namespace fs = std::filesystem;
+
+emulate::EnginePreset Preset() {
+  Result<emulate::EnginePreset> preset =
+      emulate::LoadEnginePreset(fs::path(BAKEOFF_SOURCE_DIR) / "examples/engines/continuous-paged.yaml");
+  EXPECT_TRUE(preset.ok()) << preset.error().message;
+  return preset.ok() ? preset.value() : emulate::EnginePreset{};
+}
+
+const run::MetricError& Metric(const run::ValidationStep& step, const std::string& name) {
+  for (const run::MetricError& e : step.metrics) {
+    if (e.metric == name) return e;
+  }
+  static const run::MetricError missing{"missing", 0, 0, 1e9};
+  ADD_FAILURE() << "no metric " << name;
+  return missing;
+}
+
+class ValidateTimingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    emulate::EmulatorConfig emulator;
+    emulator.port = 0;
+    emulator.engine = Preset().config;
+    auto server = emulate::EmulatorServer::Start(emulator);
+    ASSERT_TRUE(server.ok()) << server.error().message;
+    server_ = std::move(server.value());
+    dir_ = fs::temp_directory_path() / ("bakeoff_validate_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  run::ValidateConfig Config(const emulate::EnginePreset& preset, const std::string& name) {
+    run::ValidateConfig config;
+    config.server.url = "http://127.0.0.1:" + std::to_string(server_->port());
+    config.request.ignore_eos = true;
+    config.preset = preset;
+    config.preset_name = name;
+    config.out_dir = dir_ / name;
+    config.seed = static_cast<std::uint64_t>(::getpid()) * 7919;
+    config.budget = std::chrono::seconds(20);
+    fs::create_directories(config.out_dir);
+    return config;
+  }
+
+  std::unique_ptr<emulate::EmulatorServer> server_;
+  fs::path dir_;
+  const std::atomic<bool> stop_{false};
+};
+
+TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
+  Result<run::ValidationOutcome> right = run::ValidatePreset(Config(Preset(), "right"), stop_, [](const std::string&) {});
+  ASSERT_TRUE(right.ok()) << right.error().message;
+  ASSERT_EQ(right->steps.size(), 4u);
+  EXPECT_GT(right->capacity_per_s, 0);
+  for (const run::ValidationStep& step : right->steps) {
+    EXPECT_LT(std::abs(Metric(step, "requests_per_s").error), run::kThroughputTolerance) << step.label;
+    EXPECT_LT(std::abs(Metric(step, "tpot_p50_ms").error), run::kMedianTolerance) << step.label;
+    EXPECT_LT(std::abs(Metric(step, "ttft_p50_ms").error), run::kMedianTolerance) << step.label;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "right" / "validation.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "right" / "measured" / "summary.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "right" / "simulated" / "summary.json"));
+
+  // Steps twice as slow and decodes three times as costly: every load is predicted far off.
+  emulate::EnginePreset wrong = Preset();
+  wrong.config.cost.base_ms *= 2;
+  wrong.config.cost.decode_ms_per_seq *= 3;
+  Result<run::ValidationOutcome> off = run::ValidatePreset(Config(wrong, "wrong"), stop_, [](const std::string&) {});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  for (const run::ValidationStep& step : off->steps) {
+    EXPECT_FALSE(step.holds) << step.label;
+    EXPECT_GT(Metric(step, "tpot_p50_ms").error, 0.5) << step.label;
+  }
+  EXPECT_NE(off->summary.find("stops holding"), std::string::npos) << off->summary;
+}
+
+TEST(ValidateTest, RefusesAWrongPresetOrShareAndNamesAnEndpointThatServesNothing) {
+  const std::string out = (fs::temp_directory_path() / ("bakeoff_validate_cli_" + std::to_string(::getpid()))).string();
+  const testing::Finished preset = testing::RunBakeoff(
+      {"calibrate", "--url", "http://127.0.0.1:1", "--validate", "no-such-preset", "--out", out, "--engine", "vllm"});
+  EXPECT_EQ(preset.exit_code, 2) << preset.output;
+  EXPECT_NE(preset.output.find("--validate"), std::string::npos) << preset.output;
+  const testing::Finished share = testing::RunBakeoff({"calibrate", "--url", "http://127.0.0.1:1", "--validate",
+                                                       "continuous-paged", "--fractions", "0.3,3", "--out", out,
+                                                       "--engine", "vllm"});
+  EXPECT_EQ(share.exit_code, 2) << share.output;
+  EXPECT_NE(share.output.find("--fractions: 3"), std::string::npos) << share.output;
+  const testing::Finished nothing = testing::RunBakeoff({"calibrate", "--url", "http://127.0.0.1:1", "--validate",
+                                                         "continuous-paged", "--budget", "10s", "--out", out,
+                                                         "--engine", "vllm"});
+  EXPECT_EQ(nothing.exit_code, 1) << nothing.output;
+  EXPECT_NE(nothing.output.find("127.0.0.1:1"), std::string::npos) << nothing.output;
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace bakeoff
