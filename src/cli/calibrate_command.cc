@@ -108,7 +108,9 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   if (!budget.ok()) return usage(budget.error().message);
   if (budget.value() < std::chrono::seconds(5)) return usage("--budget: at least 5s");
   config.budget = budget.value();
-  if (f.max_concurrency < 4 || f.max_concurrency > 32) return usage("--max-concurrency: between 4 and 32");
+  if (f.validate.empty() && (f.max_concurrency < 4 || f.max_concurrency > 32)) {
+    return usage("--max-concurrency: between 4 and 32");
+  }
   // Checked before the experiment, so a wrong folder does not cost the run.
   const std::filesystem::path out_dir = std::filesystem::absolute(config.out).parent_path();
   if (std::error_code ec; f.validate.empty() && !std::filesystem::is_directory(out_dir, ec)) {

@@ -31,7 +31,7 @@ namespace {
 struct EmulateFlags {
   std::string host = "127.0.0.1";
   int port = 8000;
-  std::string model = "emulated-model";
+  std::string model = std::string(emulate::kDefaultServedModelName);
   std::string preset;
   long long max_num_seqs = 256;
   long long max_batched_tokens = 8192;

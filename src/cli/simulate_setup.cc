@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "emulate/engine_preset.h"
+#include "emulate/server.h"
 
 namespace bakeoff::cli {
 
@@ -17,6 +18,9 @@ void AddEngineModelOptions(CLI::App& c, EngineModelFlags& flags) {
                "prefix-affinity: leading prompt tokens hashed to pick the replica")
       ->capture_default_str();
   c.add_option("--max-waiting", flags.max_waiting, "Requests a replica queues before answering 503 (0 = no limit)")
+      ->capture_default_str();
+  c.add_option("--drain-timeout", flags.drain_timeout,
+               "As bench: requests still running this long after the last send are given up (recorded cancelled)")
       ->capture_default_str();
 }
 
@@ -31,7 +35,14 @@ Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const Eng
     return usage("the simulator models generation without grammars or adapters: --structured, --lora-adapters "
                  "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
   }
-  if (config.run.target.request.model.empty()) config.run.target.request.model = "emulated-model";
+  // The server would answer any other name 404 (emulate/openai_api.cc): so must the simulator.
+  std::string& model = config.run.target.request.model;
+  if (model.empty()) model = std::string(emulate::kDefaultServedModelName);
+  if (model != emulate::kDefaultServedModelName) {
+    return usage(fmt::format("--model: the simulated engine serves '{}', and the emulated server would answer '{}' "
+                             "with 404 model not found (leave --model out)",
+                             emulate::kDefaultServedModelName, model));
+  }
   config.run.shape = setup->shape;
   config.run.steps = setup->steps;
   config.run.seed = load.seed;
@@ -50,11 +61,15 @@ Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const Eng
   config.sim.affinity_tokens = engine.affinity_tokens;
   if (engine.max_waiting < 0) return usage("--max-waiting: must be 0 (no limit) or more");
   config.sim.max_waiting = engine.max_waiting;
+  Result<Nanos> drain = ParseDuration("--drain-timeout", engine.drain_timeout);
+  if (!drain.ok()) return drain.error();
+  config.run.drain_timeout = drain.value();
 
   config.flags = LoadFlagsJson(load, setup.value());
   config.flags.update({{"preset", engine.preset},
                        {"affinity_tokens", engine.affinity_tokens},
                        {"max_waiting", engine.max_waiting},
+                       {"drain_timeout", engine.drain_timeout},
                        {"engine", emulate::RenderEnginePreset(preset.value())}});
   return config;
 }

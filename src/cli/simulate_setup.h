@@ -1,7 +1,7 @@
 // cli/simulate_setup.h
 //
 // Owns: the flags `bakeoff simulate` and `bakeoff plan` share (the load flags, an engine preset,
-// the prefix-affinity tokens and a replica's queue limit) and the run::SimulateConfig they build,
+// the prefix-affinity tokens, a replica's queue limit and bench's drain timeout) and the run::SimulateConfig they build,
 // validated with one line naming the flag or the preset file:line.
 // Does not own: each command's own flags (replicas and router for simulate; routers, what-ifs and
 // the search bounds for plan).
@@ -19,6 +19,7 @@ struct EngineModelFlags {
   std::string preset = "continuous-paged";
   std::int64_t affinity_tokens = 256;
   std::int64_t max_waiting = 0;
+  std::string drain_timeout = "60s";  // bench's client deadline after the last send, simulated
 };
 
 void AddEngineModelOptions(CLI::App& command, EngineModelFlags& flags);

@@ -91,10 +91,14 @@ struct FaultConfig {
   std::uint64_t seed = 0;
 };
 
+// The model name the emulated engine serves unless told otherwise (bakeoff emulate --model); the
+// simulator serves only this one.
+inline constexpr std::string_view kDefaultServedModelName = "emulated-model";
+
 struct EmulatorConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  // 0 = an ephemeral port (see EmulatorServer::port())
-  std::string served_model_name = "emulated-model";
+  std::string served_model_name = std::string(kDefaultServedModelName);
   // LoRA adapter names served beside the model (a request naming one runs with it; the engine
   // model holds engine.max_loras of them at once, loading others at cost.lora_load_ms).
   std::vector<std::string> lora_adapters;

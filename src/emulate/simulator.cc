@@ -160,7 +160,6 @@ struct Simulator::Impl {
   struct Replica {
     std::unique_ptr<Scheduler> scheduler;
     bool busy = false;
-    Nanos step_end{0};
     // Requests in the engine, by SequenceId (the scheduler's ids are dense from 1), and the prompt
     // tokens each added to waiting_prefill until its first token.
     std::vector<std::unique_ptr<SimResult>> by_sequence;
@@ -215,22 +214,27 @@ struct Simulator::Impl {
 
   // kv-aware: the replica where the request's first token is least work away: the prompt tokens
   // waiting for prefill there (requests routed that have no first token yet) plus the part of this
-  // prompt its prefix cache does not hold. Candidates: the replica with the least waiting prefill
-  // and the replicas the index saw the prompt's deepest known block chain go to. Ties: fewer
-  // outstanding requests, then the lower index. Sets `routed_match` to the chosen one's match.
+  // prompt its prefix cache does not hold. Candidates: the replica with the least waiting prefill,
+  // the one with the fewest outstanding requests (when no prefill waits anywhere, the one whose
+  // decodes are fewest), and the replicas the index saw the prompt's deepest known block chain go
+  // to. Ties: fewer outstanding requests, then the lower index. Sets `routed_match` to the chosen
+  // one's match; the index learns the choice once the request is admitted (Arrive).
   std::size_t RouteKvAware(const std::vector<TokenId>& prompt) {
     PrefixIndex::Chains(prompt, chains);
-    std::array<std::size_t, PrefixIndex::kPerChain + 1> candidates{};
+    std::array<std::size_t, PrefixIndex::kPerChain + 2> candidates{};
     std::size_t count = 0;
-    candidates[count++] = waiting_prefill.best();
+    const auto add = [&](std::size_t replica) {
+      if (std::find(candidates.begin(), candidates.begin() + count, replica) == candidates.begin() + count) {
+        candidates[count++] = replica;
+      }
+    };
+    add(waiting_prefill.best());
+    add(least_loaded.best());
     for (std::size_t depth = chains.size(); depth-- > 0;) {
       const PrefixIndex::Replicas* seen = prefix_index.Find(chains[depth]);
       if (seen == nullptr) continue;
       for (std::int32_t r : *seen) {
-        const auto replica = static_cast<std::size_t>(r);
-        if (r >= 0 && std::find(candidates.begin(), candidates.begin() + count, replica) == candidates.begin() + count) {
-          candidates[count++] = replica;
-        }
+        if (r >= 0) add(static_cast<std::size_t>(r));
       }
       break;  // the deepest chain known: its replicas hold the most of this prompt
     }
@@ -250,7 +254,6 @@ struct Simulator::Impl {
         best_match = match;
       }
     }
-    prefix_index.Remember(chains, static_cast<std::int32_t>(best));
     routed_match = best_match;
     return best;
   }
@@ -302,6 +305,7 @@ struct Simulator::Impl {
     ++replica.routed;
     least_loaded.Add(r, 1);
     waiting_prefill.Add(r, prefill);
+    if (config.router == Router::kKvAware) prefix_index.Remember(chains, static_cast<std::int32_t>(r));
     Touch(r);
     if (config.keep_token_times) result->token_times.reserve(64);
     const auto index = static_cast<std::size_t>(id.value());
@@ -400,14 +404,39 @@ std::vector<ReplicaCounters> Simulator::counters() const {
   return out;
 }
 
+std::size_t Simulator::queued_arrivals() const { return impl_->queued.size(); }
+
+std::vector<SimResult> Simulator::CutInFlight() {
+  Impl& m = *impl_;
+  std::vector<SimResult> cut;
+  for (std::size_t r = 0; r < m.replicas.size(); ++r) {
+    Impl::Replica& replica = m.replicas[r];
+    for (std::size_t id = 0; id < replica.by_sequence.size(); ++id) {
+      std::unique_ptr<SimResult>& slot = replica.by_sequence[id];
+      if (!slot) continue;
+      replica.scheduler->Abort(static_cast<SequenceId>(id));
+      m.least_loaded.Add(r, -1);
+      if (!slot->first_token) m.waiting_prefill.Add(r, -replica.prefill_by_sequence[id]);
+      slot->finished = m.now;
+      slot->cut = true;
+      cut.push_back(std::move(*slot));
+      slot.reset();
+    }
+  }
+  return cut;
+}
+
 void Simulator::Run(const ArrivalSource& source, const std::function<void(SimResult&&)>& on_result,
-                    std::optional<Nanos> until) {
+                    const Deadline& until) {
   Impl& m = *impl_;
   std::vector<std::size_t> ending;
   for (;;) {
     std::optional<Nanos> next = m.NextArrivalTime(source);
     if (!m.step_ends.empty() && (!next || m.step_ends.top().first < *next)) next = m.step_ends.top().first;
-    if (!next || (until && *next > *until)) return;
+    if (!next) return;
+    if (until) {
+      if (const std::optional<Nanos> deadline = until(); deadline && *next > *deadline) return;
+    }
     m.now = *next;
     // 1. Steps ending now, in replica order (the heap orders equal instants by index).
     ending.clear();
@@ -429,8 +458,7 @@ void Simulator::Run(const ArrivalSource& source, const std::function<void(SimRes
       std::optional<StepPlan> plan = replica.scheduler->BeginStep(At(m.now));
       if (!plan) continue;
       replica.busy = true;
-      replica.step_end = Since(plan->end);
-      m.step_ends.emplace(replica.step_end, r);
+      m.step_ends.emplace(Since(plan->end), r);
     }
     m.touched.clear();
   }

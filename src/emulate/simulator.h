@@ -19,8 +19,9 @@
 // prompt tokens picks the replica, so requests sharing that prefix meet the same prefix cache);
 // kv-aware (scores replicas by cached prefix and load, as Gateway API inference extensions and
 // llm-d route): the router remembers which replicas it sent each chain of 64-token prompt blocks
-// to; for the replicas that saw the prompt's deepest known chain, and the replica with the least
-// prefill waiting, it asks the prefix cache how much of the prompt it holds now, and sends the
+// to; for the replicas that saw the prompt's deepest known chain, the replica with the least
+// prefill waiting and the one with the fewest outstanding requests, it asks the prefix cache how
+// much of the prompt it holds now, and sends the
 // request where its first token is least work away: the prompt tokens already waiting for prefill
 // there plus the part of this prompt not cached (docs/simulator.md, "Routers").
 //
@@ -90,6 +91,7 @@ struct SimResult {
   FinishReason finish = FinishReason::kLength;
   int http_status = 200;  // 400 over the context limit, 503 queue full
   std::string error;      // empty when 200
+  bool cut = false;       // taken out unfinished by CutInFlight
 };
 
 struct ReplicaCounters {
@@ -114,10 +116,20 @@ class Simulator {
   using ArrivalSource = std::function<std::optional<SimRequest>()>;
 
   // Runs until no event is left (the source is exhausted, nothing queued, every replica idle) or
-  // the virtual clock would pass `until`. Every finished or refused request is handed to
-  // `on_result` at its instant; it may Submit() follow-up arrivals at or after now().
+  // the next event would pass the instant `until` returns (asked before every event; null or
+  // nullopt: no bound). Every finished or refused request is handed to `on_result` at its instant;
+  // it may Submit() follow-up arrivals at or after now().
+  using Deadline = std::function<std::optional<Nanos>()>;
   void Run(const ArrivalSource& source, const std::function<void(SimResult&&)>& on_result,
-           std::optional<Nanos> until = std::nullopt);
+           const Deadline& until = nullptr);
+
+  // Takes every request still in an engine (waiting or running) out of it, as a client that gives
+  // up on them does, and returns each as it stands now: the tokens it produced so far, `finished`
+  // = now(), `cut` set. Replicas, in index order; within one, in admission order of their ids.
+  std::vector<SimResult> CutInFlight();
+
+  // Follow-up arrivals Submit() queued that have not arrived yet.
+  std::size_t queued_arrivals() const;
 
   Nanos now() const;
   std::vector<ReplicaCounters> counters() const;

@@ -67,6 +67,39 @@ Load Respaced(const SimulateConfig& base, std::uint64_t count, double gap_s) {
   return load;
 }
 
+// Requests over the engine's context are refused by every fleet: when they are more than the
+// availability target allows, no size can pass. Says so (nullopt: they are few enough or none,
+// and `log` is told of any).
+std::optional<std::string> OverContext(Load& load, const FleetPlanConfig& config,
+                                       const std::function<void(const std::string&)>& log) {
+  const std::int64_t limit = config.load.sim.engine.max_model_len;
+  std::uint64_t too_long = 0, requests = 0;
+  if (load.step().mode == load::LoopMode::kTrace) {
+    requests = load.trace->requests.size();
+    for (const workload::TraceRequest& r : load.trace->requests) {
+      if (static_cast<std::int64_t>(r.input_tokens) + r.output_tokens > limit) ++too_long;
+    }
+  } else {
+    requests = 1;
+    const std::int64_t asked = static_cast<std::int64_t>(load.config.run.shape.prompt_tokens) + load.config.run.shape.output_tokens;
+    too_long = asked > limit ? 1 : 0;
+  }
+  const double share = static_cast<double>(too_long) / static_cast<double>(std::max<std::uint64_t>(1, requests));
+  if (too_long > 0 && 1 - share < config.min_availability) {
+    return fmt::format(
+        "{:.1f}% of the requests ask for more than the preset's max_model_len {} (prompt + output): every fleet refuses "
+        "them, so availability cannot reach {:g}%; shorten them (filter the trace), use a preset with a longer "
+        "context, or lower --min-availability",
+        100 * share, limit, 100 * config.min_availability);
+  }
+  if (too_long > 0) {
+    log(fmt::format("{} of {} requests ask for more than max_model_len {}: every fleet refuses them (counted "
+                    "against availability)",
+                    too_long, requests, limit));
+  }
+  return std::nullopt;
+}
+
 // The SLO terms a step missed ("ttft_p99=200ms observed 812.3 ms"), or empty when it met them.
 std::string MissedTerms(const analyze::StepAnalysis& step) {
   std::string miss;
@@ -136,10 +169,10 @@ OfferedLoad Offered(Load& load) {
   return offered;
 }
 
-// While growing: empty, or why more replicas will not reach the attainment target before
+// While growing: empty, or why more replicas look unable to reach the attainment target before
 // max_replicas (fleet_plan.h, "Search"): the last growth gained nothing, or at its gain per step
-// the target is further than the steps left. Growth has diminishing returns, so the linear
-// projection is optimistic and this never gives up on a size that the projection would reach.
+// the target is further than the steps left. Below the saturation knee attainment can jump, so
+// this is only a suspicion: the search then tries max_replicas itself before it gives up.
 std::string Hopeless(const std::vector<FleetTrial>& trials, const FleetPlanConfig& config) {
   if (trials.size() < 2) return "";
   const FleetTrial& last = trials.back();
@@ -152,9 +185,9 @@ std::string Hopeless(const std::vector<FleetTrial>& trials, const FleetPlanConfi
                             std::log(static_cast<double>(last.replicas) / static_cast<double>(before.replicas));
   if (gain > 0 && gap / gain <= steps_left) return "";
   return fmt::format("more replicas do not help: SLO attainment {:.2f}% at {} and {:.2f}% at {} replicas, "
-                     "short of {:.2f}% (the router, not the fleet size, is the limit); stopped before --max-replicas {}",
+                     "short of {:.2f}% (the router, not the fleet size, is the limit)",
                      100 * before.attainment, before.replicas, 100 * last.attainment, last.replicas,
-                     100 * config.target_attainment, config.max_replicas);
+                     100 * config.target_attainment);
 }
 
 // The fewest replicas that pass for one router (fleet_plan.h, "Search").
@@ -167,10 +200,12 @@ RouterPlan SearchReplicas(const Load& load, emulate::Router router, std::int64_t
   std::int64_t failing = 0;             // the largest size known to fail (0: none)
   std::optional<std::int64_t> passing;  // the smallest size known to pass
   std::int64_t n = std::clamp<std::int64_t>(guess, 1, config.max_replicas);
+  std::string hopeless;  // set when growth looked unable to pass: max_replicas is tried next
   while (!stop.load()) {
     if (!passed.contains(n)) {
       FleetTrial trial = Trial(load, n, router, config, stop);
       ++simulations;
+      if (stop.load()) break;  // a trial cut short judges nothing
       log(fmt::format("{}, {}: {} replica(s) {}", scenario, emulate::RouterName(router), n,
                       trial.passed ? "meet the SLO" : "miss: " + trial.why_not));
       passed[n] = trial.passed;
@@ -180,11 +215,17 @@ RouterPlan SearchReplicas(const Load& load, emulate::Router router, std::int64_t
     else failing = std::max(failing, n);
     if (passing && (*passing == 1 || *passing - failing <= 1)) break;
     if (!passing) {
-      if (n >= config.max_replicas) break;
-      if (std::string why = Hopeless(plan.trials, config); !why.empty()) {
-        plan.gave_up = std::move(why);
-        log(fmt::format("{}, {}: {}", scenario, emulate::RouterName(router), plan.gave_up));
+      if (n >= config.max_replicas) {
+        if (!hopeless.empty()) {
+          plan.gave_up = hopeless + fmt::format(", and --max-replicas {} fails too", config.max_replicas);
+          log(fmt::format("{}, {}: {}", scenario, emulate::RouterName(router), plan.gave_up));
+        }
         break;
+      }
+      if (hopeless.empty()) hopeless = Hopeless(plan.trials, config);
+      if (!hopeless.empty()) {
+        n = config.max_replicas;  // one look at the largest fleet before giving up
+        continue;
       }
       n = std::min(config.max_replicas, std::max(n + 1, static_cast<std::int64_t>(std::ceil(1.5 * static_cast<double>(n)))));
     } else if (failing == 0) {
@@ -233,8 +274,14 @@ Status ValidateFleetPlanConfig(const FleetPlanConfig& config) {
   }
   if (step.mode == load::LoopMode::kTrace && step.trace == nullptr) return Invalid("plan: the trace step has no trace");
   if (config.routers.empty()) return Invalid("--routers: at least one router");
-  if (config.max_replicas < 1 || config.max_replicas > 100'000) {
-    return Invalid(fmt::format("--max-replicas: {} is not in [1, 100000]", config.max_replicas));
+  if (config.max_replicas < 1 || config.max_replicas > kMaxPlanReplicas) {
+    return Invalid(fmt::format("--max-replicas: {} is not in [1, {}]", config.max_replicas, kMaxPlanReplicas));
+  }
+  for (std::size_t i = 0; i < config.routers.size(); ++i) {
+    if (std::find(config.routers.begin(), config.routers.begin() + static_cast<std::ptrdiff_t>(i), config.routers[i]) !=
+        config.routers.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Invalid(fmt::format("--routers: {} is named twice", emulate::RouterName(config.routers[i])));
+    }
   }
   if (!(config.growth > 0 && config.growth <= 1e6)) return Invalid("--growth: must be in (0, 1000000]");
   if (!(config.target_attainment > 0 && config.target_attainment <= 1)) {
@@ -254,28 +301,7 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
   if (grown.step().mode == load::LoopMode::kTrace) workload::ScaleRate(*grown.trace, config.growth);
   else grown.step().open.rate_per_s *= config.growth;
 
-  // Requests over the engine's context are refused by every fleet: past the availability target
-  // no size can pass, so say so now rather than after simulating every size.
-  if (grown.step().mode == load::LoopMode::kTrace) {
-    const std::int64_t limit = config.load.sim.engine.max_model_len;
-    std::uint64_t too_long = 0;
-    for (const workload::TraceRequest& r : grown.trace->requests) {
-      if (static_cast<std::int64_t>(r.input_tokens) + r.output_tokens > limit) ++too_long;
-    }
-    const double share = static_cast<double>(too_long) / static_cast<double>(std::max<std::size_t>(1, grown.trace->requests.size()));
-    if (too_long > 0 && 1 - share < config.min_availability) {
-      return Invalid(fmt::format(
-          "{} of the trace's {} requests ({:.1f}%) ask for more than the preset's max_model_len {} (prompt + "
-          "output): every fleet refuses them, so availability cannot reach {:g}%; filter them out of the trace, "
-          "use a preset with a longer context, or lower --min-availability",
-          too_long, grown.trace->requests.size(), 100 * share, limit, 100 * config.min_availability));
-    }
-    if (too_long > 0) {
-      log(fmt::format("{} of the trace's requests ask for more than max_model_len {}: every fleet refuses them "
-                      "(counted against availability)",
-                      too_long, limit));
-    }
-  }
+  if (std::optional<std::string> over = OverContext(grown, config, log)) return Invalid(*over);
 
   // The load on one idle replica: if that misses the SLO, no fleet meets it.
   analyze::StepAnalysis idle;
@@ -287,6 +313,13 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
         "the SLO cannot be met by any fleet: one idle replica, serving {} of the load's requests one at a time, "
         "misses it ({})",
         idle.measured_requests, miss.empty() ? "no request completed: " + plan.idle.why_not : miss));
+  }
+  // Its terms held, but not every request: those requests alone miss on any fleet. A share of the
+  // whole load may still reach the target, so this is said, not refused.
+  if (!plan.idle.passed) {
+    log(fmt::format("one idle replica, serving {} of the load's requests one at a time: {}; the targets may be out of "
+                    "reach for any fleet",
+                    idle.measured_requests, plan.idle.why_not));
   }
 
   // Per router, the answer over the capacity guess as given: what-ifs start from their guess scaled
@@ -319,6 +352,9 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
                                       "requests given prefixes of their own",
                                       100 * cut->before, 100 * cut->after, 100 * cut->isolated_share);
       }
+    }
+    if (scenario.not_applicable.empty()) {
+      if (std::optional<std::string> over = OverContext(load, config, log)) scenario.not_applicable = *over;
     }
     if (!scenario.not_applicable.empty()) {
       log(scenario.name + ": not applicable: " + scenario.not_applicable);

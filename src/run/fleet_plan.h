@@ -7,14 +7,15 @@
 // SLO attainment and availability at least their targets and every percentile term met.
 // Does not own: flags (cli/plan_command.cc), the engine model or the routers (emulate/simulator.h).
 //
-// Search, per scenario and router: a first guess from one replica's measured capacity (the load
-// replayed on one replica with every request queued at once, whose throughput bounds what one
-// replica serves; for a what-if, scaled by how far the guess was from the answer for the same
+// Search, per scenario and router: a first guess from one replica's measured capacity (a trace's
+// first 2,000 requests queued at once on one replica, or a synthetic load as a closed loop at twice
+// max_num_seqs: its throughput bounds what one replica serves; for a what-if, scaled by how far the guess was from the answer for the same
 // router as given), then up by half again until a size passes (or --max-replicas fails), down by
 // a third until one fails, then bisection, so the answer N has N passing and N - 1 failing (or N
-// = 1). Growing stops early when it cannot reach the attainment target before --max-replicas
-// (the last growth gained nothing, or at its gain the target lies beyond the steps left): then
-// the router, not the fleet size, is the limit, and the plan says so. This assumes more replicas
+// = 1). When growth looks unable to reach the attainment target before --max-replicas (the last
+// growth gained nothing, or at its gain the target lies beyond the steps left), the search tries
+// --max-replicas itself: if that fails too it stops, saying the router, not the fleet size, is the
+// limit; if it passes, it bisects down from there. A trial cut short by a stop signal is dropped. This assumes more replicas
 // never make the SLO harder to meet; plan.json lists every size simulated so a reader can see it
 // held.
 //
@@ -41,6 +42,8 @@
 namespace bakeoff::run {
 
 inline constexpr std::uint64_t kIdleRequests = 200;
+// The largest fleet a plan may try, as simulate's --replicas: each replica holds its own KV pool.
+inline constexpr std::int64_t kMaxPlanReplicas = 4096;
 
 enum class WhatIf : std::uint8_t { kDoubleTraffic, kHalfPrefixReuse, kDoubleOutput };
 inline constexpr WhatIf kAllWhatIfs[] = {WhatIf::kDoubleTraffic, WhatIf::kHalfPrefixReuse, WhatIf::kDoubleOutput};

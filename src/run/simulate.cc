@@ -46,7 +46,8 @@ struct Pending {
   load::History conversation;  // sessions: the turns so far, this request's user turn last
 };
 
-measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pending, std::uint32_t step) {
+measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pending, std::uint32_t step,
+                                Nanos drain_timeout) {
   measure::RequestRecord record;
   record.id = r.id;
   record.step = step;
@@ -58,6 +59,20 @@ measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pend
   record.max_tokens = pending.max_tokens;
   record.http_status = r.http_status;
   record.finished = At(r.finished);
+  if (r.cut) {
+    // As bench's client shut down at its drain deadline: what arrived is kept, the request cancelled.
+    record.outcome = measure::Outcome::kCancelled;
+    record.error = fmt::format("request {}: cancelled: still running {} s after the last send (the drain "
+                               "timeout, where bench's client gives up)",
+                               r.id, ToSeconds(drain_timeout));
+    if (pending.stream && r.first_token) {
+      record.first_chunk = record.first_token = record.first_answer_token = At(*r.first_token);
+      for (Nanos t : r.token_times) record.token_events.push_back({At(t), 1, false, true});
+      record.counted_tokens = r.token_times.size();
+      if (!r.token_times.empty()) record.last_token = At(r.token_times.back());
+    }
+    return record;
+  }
   if (r.http_status != 200) {
     record.outcome = measure::Outcome::kHttpError;
     record.error = fmt::format("request {}: HTTP {}: {}", r.id, r.http_status, r.error);
@@ -109,6 +124,7 @@ class StepSimulation {
     stride_ = sink_ == nullptr ? 0 : Stride(spec_.mode == load::LoopMode::kClosed ? spec_.limits.requests.value_or(0) : result.planned);
     std::size_t next = 0;
     auto source = [&]() -> std::optional<emulate::SimRequest> {
+      if (next == schedule.size()) schedule_done_ = true;
       if (next == schedule.size() || stop_.load(std::memory_order_relaxed)) return std::nullopt;
       const load::PlannedSend& planned = schedule[next];
       const std::uint64_t id = spec_.mode == load::LoopMode::kTrace ? planned.item : next;
@@ -116,7 +132,16 @@ class StepSimulation {
       const measure::Phase phase = planned.warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure;
       return Make(id, planned.offset, phase, Build(id, {}));
     };
-    simulator_.Run(source, [&](emulate::SimResult&& r) { OnResult(std::move(r), result); });
+    // As bench: once nothing is left to send, the requests still running get --drain-timeout, then
+    // the client gives up on them (load/runner.cc); the deadline is set once, when first reached.
+    auto drain_deadline = [&]() -> std::optional<Nanos> {
+      const bool sending_done = spec_.mode == load::LoopMode::kClosed ? closed_done_ : schedule_done_;
+      if (!drain_from_ && sending_done && simulator_.queued_arrivals() == 0) drain_from_ = simulator_.now();
+      if (!drain_from_) return std::nullopt;
+      return *drain_from_ + config_.run.drain_timeout;
+    };
+    simulator_.Run(source, [&](emulate::SimResult&& r) { OnResult(std::move(r), result); }, drain_deadline);
+    for (emulate::SimResult& r : simulator_.CutInFlight()) OnResult(std::move(r), result);
     result.interrupted = stop_.load();
     result.session_turns_skipped = session_turns_skipped_;
     counters_ = simulator_.counters();
@@ -198,7 +223,7 @@ class StepSimulation {
 
   void OnResult(emulate::SimResult&& r, load::StepResult& result) {
     auto node = pending_.extract(r.id);
-    measure::RequestRecord record = ToRecord(r, node.mapped(), index_);
+    measure::RequestRecord record = ToRecord(r, node.mapped(), index_, config_.run.drain_timeout);
     if (stride_ > 0 && record.id % stride_ == 0) {
       ++kept_;
       if (config_.keep.mode == RecordsKept::Mode::kNoTokens) {
@@ -219,7 +244,7 @@ class StepSimulation {
   void ContinueSession(const emulate::SimResult& r, Pending& pending) {
     const std::int64_t next = trace_plan_.next_turn[r.id];
     if (next < 0) return;
-    if (r.http_status != 200 || stop_.load(std::memory_order_relaxed)) {
+    if (r.http_status != 200 || r.cut || stop_.load(std::memory_order_relaxed)) {
       for (std::int64_t k = next; k >= 0; k = trace_plan_.next_turn[k]) ++session_turns_skipped_;
       return;
     }
@@ -244,6 +269,8 @@ class StepSimulation {
   std::uint64_t closed_measured_ = 0;
   bool closed_done_ = false;
   std::uint64_t session_turns_skipped_ = 0;
+  bool schedule_done_ = false;         // open loop, replay: every planned send was made
+  std::optional<Nanos> drain_from_;    // when nothing was left to send (the drain timeout's start)
   std::vector<emulate::ReplicaCounters> counters_;
   std::uint64_t stride_ = 1;
   std::uint64_t kept_ = 0;

@@ -5,7 +5,8 @@
 //   1. capacity: a closed loop on the endpoint at min(the preset's max_num_seqs, 64) streams;
 //      its request throughput is "measured capacity";
 //   2. held-out loads: Poisson at each of `fractions` of that capacity and one bursty load
-//      (Gamma arrivals, inter-arrival CV 2, at `bursty_fraction`), one step each, run on the
+//      (Gamma arrivals, inter-arrival CV 2, at `bursty_fraction`), one step each (its share of the
+//      budget, or at least 40 requests when the endpoint is slow), run on the
 //      endpoint (bench) and on the simulator with the preset (simulate) on the same schedule: the
 //      same seed gives the same arrival instants and prompts;
 //   3. per step and metric (TTFT and TPOT p50/p90/p99, request and output-token throughput, and

@@ -30,7 +30,8 @@ struct ReuseChange {
 
 // Cuts the trace's prefix reuse to about `keep` of what it was (0.5: reuse halves) by giving a
 // deterministic pseudo-random subset of the requests block ids no other request has, the subset's
-// size found by bisection on the measured reuse (within 2 points of the target or 20 rounds).
+// size found by bisection on the measured reuse (until within 2% of the reuse before the cut of
+// the target, or 20 rounds).
 // A request so isolated neither reuses nor is reused, as a user whose prompt shares nothing.
 // nullopt when the trace has no prefix block ids (then nothing is changed). REQUIRES: keep in [0, 1].
 std::optional<ReuseChange> CutPrefixReuse(Trace& trace, double keep);

@@ -144,5 +144,23 @@ TEST_F(PlanTest, RefusesWhatNoFleetCanMeetOrItCannotPlan) {
   EXPECT_FALSE(fs::exists(dir_ / "never" / "plan.json"));
 }
 
+// The emulated server answers another model name 404; simulate and plan, which model it, refuse it
+// up front instead of predicting a load the server would not serve.
+TEST(SimulateModelTest, SimulateAndPlanRefuseAModelTheEmulatedServerWouldNotServe) {
+  for (const char* command : {"simulate", "plan"}) {
+    const testing::Finished f = testing::RunBakeoff(
+        {command, "--model", "llama-3-8b", "--rate", "5", "--requests", "5", "--slo", "ttft_p99=1s", "--out",
+         (fs::temp_directory_path() / ("bakeoff_model_" + std::to_string(::getpid()))).string()});
+    EXPECT_EQ(f.exit_code, 2) << command << ": " << f.output;
+    EXPECT_NE(f.output.find("--model: the simulated engine serves 'emulated-model'"), std::string::npos) << f.output;
+    EXPECT_NE(f.output.find("404"), std::string::npos) << f.output;
+  }
+  const testing::Finished same = testing::RunBakeoff(
+      {"simulate", "--model", "emulated-model", "--rate", "5", "--requests", "5", "--keep", "summary", "--out",
+       (fs::temp_directory_path() / ("bakeoff_model_ok_" + std::to_string(::getpid()))).string()});
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  fs::remove_all(fs::temp_directory_path() / ("bakeoff_model_ok_" + std::to_string(::getpid())));
+}
+
 }  // namespace
 }  // namespace bakeoff

@@ -197,6 +197,25 @@ TEST(SimulatorTest, KvAwareRoutesToTheReplicaHoldingThePrefix) {
   EXPECT_EQ(rr_cached, 28 * 512);
 }
 
+// kv-aware with nothing cached: arrivals 20 ms apart, each prefilled in well under 20 ms (so no
+// prefill ever waits) but decoding for about 300 ms. The decodes do not pile onto the lowest index:
+// the replica with the fewest outstanding requests is a candidate, and wins the tie.
+TEST(SimulatorTest, KvAwareSpreadsDecodesWhenNoPrefillWaits) {
+  SimConfig config;
+  config.replicas = 4;
+  config.router = Router::kKvAware;
+  Simulator simulator(config);
+  std::vector<SimRequest> requests;
+  for (std::uint64_t i = 0; i < 40; ++i) requests.push_back(Request(i, milliseconds(20 * i), 100, 50, 1000 * i));
+  std::map<std::int64_t, int> per_replica;
+  for (const SimResult& r : RunAll(simulator, std::move(requests))) ++per_replica[r.replica];
+  EXPECT_EQ(per_replica.size(), 4u);
+  for (const auto& [replica, count] : per_replica) {
+    EXPECT_GE(count, 8) << "replica " << replica;
+    EXPECT_LE(count, 12) << "replica " << replica;
+  }
+}
+
 // kv-aware does not pile a burst onto the replica holding the one shared prefix (as
 // prefix-affinity does): once the prefill waiting there outweighs the cached prefix, an idle
 // replica is the nearer first token.

@@ -98,5 +98,26 @@ TEST_F(CapacitySimulatorTest, FindsOneOverTheServiceTimeWithinThePrecision) {
   EXPECT_LE(*found.first_failing_per_s / *found.capacity_per_s, 1.05 + 1e-9);
 }
 
+// As bench's client, simulate gives up on the requests still running --drain-timeout after the
+// last send. Twenty requests 1 ms apart on the one-at-a-time engine: request k (from 0) starts at
+// 100k ms, produces a token every 10 ms and ends at 100(k + 1) ms. The last is sent at 19 ms; with
+// a 1 s drain, the ten that end by 1.019 s complete, request 10 has its first token (1.010 s) and
+// is cut with it, and the nine behind it are cut without one.
+TEST_F(CapacitySimulatorTest, GivesUpAtTheDrainTimeoutAsBench) {
+  LoadJob job = Job(1000, 20, {}, dir_ / "drain");
+  job.run.shape.output_tokens = 10;
+  job.run.drain_timeout = std::chrono::seconds(1);
+  Result<BenchOutcome> r = RunLoadJob(target_, job, stop_, [](const std::string&) {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const analyze::StepAnalysis& step = r->steps.at(0);
+  EXPECT_EQ(step.ok_requests, 10u);
+  EXPECT_EQ(step.outcomes.at("cancelled"), 10u);
+  ASSERT_FALSE(step.error_examples.empty());
+  EXPECT_NE(step.error_examples[0].find("request 10: cancelled: still running 1 s after the last send"),
+            std::string::npos)
+      << step.error_examples[0];
+  EXPECT_EQ(step.ttft_ms.count, 10u) << "TTFT is over ok requests only";
+}
+
 }  // namespace
 }  // namespace bakeoff::run
