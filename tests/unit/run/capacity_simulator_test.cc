@@ -10,25 +10,11 @@
 #include <fmt/format.h>
 
 #include "analyze/capacity_search.h"
+#include "support/one_at_a_time_engine.h"
 #include "run/load_target.h"
 
 namespace bakeoff::run {
 namespace {
-
-emulate::EngineConfig OneAtATime() {
-  emulate::EngineConfig e;
-  e.name = "one-at-a-time";
-  e.max_num_seqs = 1;
-  e.max_batched_tokens = 4096;
-  e.max_model_len = 4096;
-  e.chunked_prefill = false;
-  e.kv.prefix_caching = emulate::PrefixCaching::kNone;
-  e.cost.base_ms = 10;
-  e.cost.prefill_ms_per_token = 0;  // prompts differ by a few tokens; S must not
-  e.cost.decode_ms_per_seq = 0;
-  e.cost.kv_ms_per_1k_tokens = 0;
-  return e;
-}
 
 LoadJob Job(double rate, std::uint64_t requests, const analyze::Slo& slo, const std::filesystem::path& out) {
   LoadJob job;
@@ -56,7 +42,7 @@ class CapacitySimulatorTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     target_.simulated = true;
-    target_.sim.engine = OneAtATime();
+    target_.sim.engine = testing::OneAtATimeEngine();
     target_.preset = "one-at-a-time";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

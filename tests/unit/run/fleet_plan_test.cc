@@ -8,26 +8,12 @@
 
 #include <atomic>
 
+#include "support/one_at_a_time_engine.h"
 #include "run/fleet_plan.h"
 #include "workload/trace_transform.h"
 
 namespace bakeoff::run {
 namespace {
-
-emulate::EngineConfig OneAtATime() {
-  emulate::EngineConfig e;
-  e.name = "one-at-a-time";
-  e.max_num_seqs = 1;
-  e.max_batched_tokens = 4096;
-  e.max_model_len = 4096;
-  e.chunked_prefill = false;
-  e.kv.prefix_caching = emulate::PrefixCaching::kNone;
-  e.cost.base_ms = 10;
-  e.cost.prefill_ms_per_token = 0;
-  e.cost.decode_ms_per_seq = 0;
-  e.cost.kv_ms_per_1k_tokens = 0;
-  return e;
-}
 
 FleetPlanConfig Config(double rate, const std::string& slo_text) {
   FleetPlanConfig config;
@@ -45,7 +31,7 @@ FleetPlanConfig Config(double rate, const std::string& slo_text) {
   Result<analyze::Slo> slo = analyze::ParseSlo(slo_text);
   EXPECT_TRUE(slo.ok()) << slo.error().message;
   load.slo = slo.value();
-  load.sim.engine = OneAtATime();
+  load.sim.engine = testing::OneAtATimeEngine();
   load.preset = "one-at-a-time";
   load.keep.mode = RecordsKept::Mode::kNone;
   config.routers = {emulate::Router::kRoundRobin, emulate::Router::kLeastOutstanding};
