@@ -353,7 +353,7 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
                                       100 * cut->before, 100 * cut->after, 100 * cut->isolated_share);
       }
     }
-    if (scenario.not_applicable.empty()) {
+    if (what_if && scenario.not_applicable.empty()) {  // as given was checked above
       if (std::optional<std::string> over = OverContext(load, config, log)) scenario.not_applicable = *over;
     }
     if (!scenario.not_applicable.empty()) {
