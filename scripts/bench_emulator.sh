@@ -25,27 +25,25 @@ work=$(mktemp -d)
 trap 'stop_server; rm -rf "$work"' EXIT
 log() { echo "bench(emulator): $*" >&2; }
 
-# (e1) ------------------------------------------------------------------------------------------
-# shellcheck disable=SC2154,SC2086  # the scenarios come from the spec; args split on purpose
-fact "$section" sim.command "$BAKEOFF_BENCH_BUILD/bench/bakeoff_sim_bench $sim_args"
-log "bakeoff_sim_bench $sim_args"
-# shellcheck disable=SC2086
-if out=$(cd "$root" && timeout 300 "$BAKEOFF_BENCH_BIN/bakeoff_sim_bench" $sim_args); then
-  jq -c --arg s "$section" 'to_entries[] | {section: $s, key: ("sim." + .key), value}' <<<"$out" >>"$BAKEOFF_BENCH_FACTS"
-else
-  failure "$section" "(e1) bakeoff_sim_bench exited non-zero"
-fi
-
-# (e3) ------------------------------------------------------------------------------------------
-# shellcheck disable=SC2154,SC2086
-fact "$section" fleet.command "$BAKEOFF_BENCH_BUILD/bench/bakeoff_sim_bench $fleet_args"
-log "bakeoff_sim_bench $fleet_args"
-# shellcheck disable=SC2086
-if out=$(cd "$root" && timeout 300 "$BAKEOFF_BENCH_BIN/bakeoff_sim_bench" $fleet_args); then
-  jq -c --arg s "$section" 'to_entries[] | {section: $s, key: ("fleet." + .key), value}' <<<"$out" >>"$BAKEOFF_BENCH_FACTS"
-else
-  failure "$section" "(e3) bakeoff_sim_bench on a fleet exited non-zero"
-fi
+# (e1) and (e3) -------------------------------------------------------------------------------
+# One bakeoff_sim_bench run: its command as fact KEY.command, every field it prints as KEY.*.
+sim_bench() {
+  local key=$1 label=$2 args=$3
+  fact "$section" "$key.command" "$BAKEOFF_BENCH_BUILD/bench/bakeoff_sim_bench $args"
+  log "bakeoff_sim_bench $args"
+  local out
+  # shellcheck disable=SC2086  # the scenario's args split on purpose
+  if out=$(cd "$root" && timeout 300 "$BAKEOFF_BENCH_BIN/bakeoff_sim_bench" $args); then
+    jq -c --arg s "$section" --arg k "$key." 'to_entries[] | {section: $s, key: ($k + .key), value}' <<<"$out" \
+      >>"$BAKEOFF_BENCH_FACTS"
+  else
+    failure "$section" "$label bakeoff_sim_bench exited non-zero"
+  fi
+}
+# shellcheck disable=SC2154  # the scenarios come from the spec
+sim_bench sim "(e1)" "$sim_args"
+# shellcheck disable=SC2154
+sim_bench fleet "(e3) on a fleet," "$fleet_args"
 
 # (e2) ------------------------------------------------------------------------------------------
 # GET /metrics over bash's /dev/tcp (no HTTP client needed); HTTP/1.0, so the server closes.

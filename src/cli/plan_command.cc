@@ -25,29 +25,18 @@ struct PlanFlags {
   LoadFlags load;
   EngineModelFlags engine;
   std::string fingerprint;
-  std::string routers = "all";
-  std::string what_ifs = "all";
+  std::vector<std::string> routers = {"all"};  // comma lists, split by CLI11
+  std::vector<std::string> what_ifs = {"all"};
   double growth = 1;
   std::int64_t max_replicas = 1024;
   double target_attainment = 0.99;
   double min_availability = 0.99;
 };
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
-  }
-}
-
-Result<std::vector<emulate::Router>> ParseRouters(const std::string& text) {
-  if (text == "all") return std::vector<emulate::Router>(std::begin(emulate::kAllRouters), std::end(emulate::kAllRouters));
+Result<std::vector<emulate::Router>> ParseRouters(const std::vector<std::string>& names) {
+  if (names == std::vector<std::string>{"all"}) return std::vector<emulate::Router>(std::begin(emulate::kAllRouters), std::end(emulate::kAllRouters));
   std::vector<emulate::Router> routers;
-  for (const std::string& name : SplitCommas(text)) {
+  for (const std::string& name : names) {
     std::optional<emulate::Router> router = emulate::ParseRouter(name);
     if (!router) {
       return MakeError(ErrorCode::kInvalidInput,
@@ -59,11 +48,13 @@ Result<std::vector<emulate::Router>> ParseRouters(const std::string& text) {
   return routers;
 }
 
-Result<std::vector<run::WhatIf>> ParseWhatIfs(const std::string& text) {
-  if (text == "all") return std::vector<run::WhatIf>(std::begin(run::kAllWhatIfs), std::end(run::kAllWhatIfs));
-  if (text == "none") return std::vector<run::WhatIf>{};
+Result<std::vector<run::WhatIf>> ParseWhatIfs(const std::vector<std::string>& names) {
+  if (names == std::vector<std::string>{"all"}) {
+    return std::vector<run::WhatIf>(std::begin(run::kAllWhatIfs), std::end(run::kAllWhatIfs));
+  }
+  if (names == std::vector<std::string>{"none"}) return std::vector<run::WhatIf>{};
   std::vector<run::WhatIf> what_ifs;
-  for (const std::string& name : SplitCommas(text)) {
+  for (const std::string& name : names) {
     std::optional<run::WhatIf> what_if = run::ParseWhatIf(name);
     if (!what_if) {
       return MakeError(ErrorCode::kInvalidInput,
@@ -162,9 +153,11 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                 "Plan for a trace synthesized from this fingerprint.json (written to --out as workload.jsonl)");
   c->add_option("--routers", flags->routers, "all, or a comma list of round-robin, least-outstanding, prefix-affinity, "
                                              "kv-aware")
+      ->delimiter(',')
       ->capture_default_str();
   c->add_option("--what-if", flags->what_ifs,
                 "all, none, or a comma list of double-traffic, half-prefix-reuse, double-output")
+      ->delimiter(',')
       ->capture_default_str();
   c->add_option("--growth", flags->growth, "Multiply the load's arrival rate by this first (e.g. 1.5 for next year)")
       ->capture_default_str();
