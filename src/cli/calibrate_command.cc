@@ -1,7 +1,8 @@
 // cli/calibrate_command.cc
 //
 // Owns: `bakeoff calibrate --url URL --out PRESET.yaml`: the flags of run::Calibrate (the budget,
-// the base preset the unmeasured settings come from, the largest number of streams), the engine
+// the base preset the unmeasured settings come from, the largest number of streams and burst,
+// which experiments), the engine
 // adapter's forced-length fields (--engine, else detected), and the printout of each fit; and
 // `bakeoff calibrate --url URL --validate PRESET --out DIR` (run::ValidatePreset: held-out loads on
 // the endpoint and the simulator, the prediction error per metric).
@@ -34,6 +35,8 @@ struct CalibrateFlags {
   std::string base_preset = "continuous-paged";
   std::uint64_t seed = 0;  // 0: from the clock, so no prompt is one the server has cached
   std::uint32_t max_concurrency = 32;
+  std::uint32_t max_burst = 256;
+  std::vector<std::string> experiments = {"costs", "limits"};
   // --validate PRESET: check it instead of fitting one (--out is then a folder).
   std::string validate;
   std::vector<double> fractions = {0.3, 0.5, 0.8};
@@ -117,6 +120,14 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
     return usage("--out: the folder " + out_dir.string() + " does not exist");
   }
   config.max_concurrency = f.max_concurrency;
+  if (f.max_burst < 8 || f.max_burst > 1024) return usage("--max-burst: between 8 and 1024");
+  config.max_burst = f.max_burst;
+  config.costs = config.limits = false;
+  for (const std::string& e : f.experiments) {
+    if (e == "costs") config.costs = true;
+    else if (e == "limits") config.limits = true;
+    else return usage("--experiments: \"" + e + "\" is not one of costs, limits");
+  }
   if (!f.validate.empty()) {
     run::LoadTarget server;
     server.url = f.url;
@@ -158,6 +169,9 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
                    : fmt::format("  coefficients [{:.4g}]  R² {:.3f}  RMS residual {:.3g} ms",
                                  fmt::join(fit.coefficients, ", "), fit.r_squared, fit.rms_residual_ms));
   }
+  for (const run::LimitFinding& found : outcome->limits) {
+    fmt::print("{:<15} {}\n", found.setting, found.finding);
+  }
   const emulate::CostModel& cost = outcome->preset.config.cost;
   fmt::print("cost: base_ms {:.4g}, prefill_ms_per_token {:.4g}, decode_ms_per_seq {:.4g}, kv_ms_per_1k_tokens {:.4g}\n",
              cost.base_ms, cost.prefill_ms_per_token, cost.decode_ms_per_seq, cost.kv_ms_per_1k_tokens);
@@ -174,7 +188,8 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   CLI::App* c = app.add_subcommand(
       "calibrate",
       "Fit the emulated engine's step costs to a live endpoint (TTFT against prompt length, the decode step against "
-      "streams and context) and write them as an engine preset, with each fit's quality and points.\n"
+      "streams and context), find its limits (max_num_seqs, prefix caching, chunked prefill, KV capacity) and write "
+      "them as an engine preset, with each fit's quality and points.\n"
       "Exit: 0 written, 2 a wrong flag, 1 nothing served or not written.");
   c->add_option("--url", flags->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   c->add_option("--out", flags->out, "The preset file to write (YAML); with --validate, the folder for the runs and "
@@ -201,6 +216,14 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   c->add_option("--seed", flags->seed,
                 "Seed of the prompts (default: from the clock, so the server has none of them cached; written in the preset)");
   c->add_option("--max-concurrency", flags->max_concurrency, "The decode experiment's most streams at once (4 to 32)")
+      ->capture_default_str();
+  c->add_option("--max-burst", flags->max_burst,
+                "The max_num_seqs experiment's largest burst of requests sent at once (8 to 1024)")
+      ->capture_default_str();
+  c->add_option("--experiments", flags->experiments,
+                "Which to run: costs (prefill and decode step costs), limits (max_num_seqs, prefix caching, chunked "
+                "prefill, KV capacity); the rest stays the base preset's")
+      ->delimiter(',')
       ->capture_default_str();
   c->callback([flags, exit_code] { *exit_code = RunCalibrateCommand(*flags); });
 }

@@ -70,6 +70,7 @@ struct BodyView {
   bool has_choice0 = false;
   ChoiceView choice;
   std::optional<Usage> usage;
+  std::optional<std::uint64_t> timings_prompt_n;  // llama.cpp: the prompt tokens it evaluated
   ErrorFields error;
 };
 
@@ -228,15 +229,30 @@ std::optional<std::string> ErrorMessageOf(const ErrorFields& error) {
   return std::nullopt;
 }
 
+// llama.cpp's `timings.prompt_n`, the prompt tokens it evaluated (the rest it reused from the
+// slot's cache). Only a hint, so another shape is ignored, not an error.
+std::optional<std::uint64_t> TimingsPromptN(dom::element value) {
+  std::int64_t n = -1;
+  if (value["prompt_n"].get_int64().get(n) != simdjson::SUCCESS || n < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(n);
+}
+
 Reason ReadBody(dom::object root, BodyView& body) {
   for (const dom::key_value_pair field : root) {
     if (field.key == "choices") {
       if (Reason reason = ReadChoices(field.value, body)) return reason;
     } else if (field.key == "usage") {
       if (Reason reason = ReadUsage(field.value, body.usage)) return reason;
+    } else if (field.key == "timings") {
+      body.timings_prompt_n = TimingsPromptN(field.value);
     } else {
       CollectErrorField(field, body.error);
     }
+  }
+  // llama.cpp counts no cached tokens in usage; what it did not evaluate of the prompt it had.
+  if (body.usage && !body.usage->cached_tokens && body.timings_prompt_n &&
+      *body.timings_prompt_n <= body.usage->prompt_tokens) {
+    body.usage->cached_tokens = body.usage->prompt_tokens - *body.timings_prompt_n;
   }
   return nullptr;
 }

@@ -3,14 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
-#include "stats/quantile.h"
+#include "run/calibration_load.h"
 #include "stats/regression.h"
 #include "target/discovery.h"
 #include "target/prompt_calibration.h"
@@ -21,85 +20,6 @@ namespace {
 // The decode experiment's answer length: long enough that most gaps are pure decode steps.
 constexpr std::uint32_t kDecodeOutputTokens = 48;
 constexpr std::uint32_t kPrefillRepeats = 3;
-
-class MemorySink final : public load::RecordSink {
- public:
-  void Write(const measure::RequestRecord& record, MonoTime) override {
-    std::lock_guard lock(mutex_);
-    records_.push_back(record);
-  }
-  std::vector<measure::RequestRecord> Take() {
-    std::lock_guard lock(mutex_);
-    return std::move(records_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<measure::RequestRecord> records_;
-};
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return stats::NearestRank(values, 0.5);
-}
-
-double Ms(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
-
-// The measured requests of one closed-loop step of `concurrency` streams, `requests` in all.
-struct Measured {
-  std::vector<measure::RequestRecord> ok;
-  std::string first_error;  // of a failed request, when any failed
-};
-
-Measured RunPoint(const load::TargetSpec& target, std::uint32_t prompt_tokens,
-                  std::uint32_t output_tokens, std::uint32_t concurrency, std::uint64_t requests, std::uint64_t seed,
-                  const std::atomic<bool>& stop) {
-  load::RunSpec spec;
-  spec.target = target;
-  // The template says how this engine forces a length (run::FitRequestToEngine); it holds here.
-  if (spec.target.request.min_tokens) spec.target.request.min_tokens = output_tokens;
-  spec.shape = {prompt_tokens, output_tokens, 1};
-  spec.seed = seed;
-  spec.workers = 1;
-  load::StepSpec step;
-  step.mode = load::LoopMode::kClosed;
-  step.concurrency = concurrency;
-  step.limits.requests = requests;
-  step.limits.warmup_requests = 0;
-  step.label = fmt::format("P={} c={}", prompt_tokens, concurrency);
-  spec.steps = {step};
-  MemorySink sink;
-  load::RunLoad(spec, sink, stop, nullptr);
-  Measured measured;
-  for (measure::RequestRecord& r : sink.Take()) {
-    if (r.outcome == measure::Outcome::kOk && r.send_start && r.first_token) {
-      measured.ok.push_back(std::move(r));
-    } else if (measured.first_error.empty()) {
-      measured.first_error = r.error.empty() ? measure::OutcomeName(r.outcome) : r.error;
-    }
-  }
-  return measured;
-}
-
-// The prompt length the server counted, on average (the planned one without usage), and of it
-// the tokens it found in its prefix cache (0 when it does not say).
-struct PromptCount {
-  double tokens = 0;
-  double cached = 0;
-};
-PromptCount CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
-  PromptCount sum;
-  std::size_t counted = 0;
-  for (const measure::RequestRecord& r : ok) {
-    if (r.usage_prompt_tokens) {
-      sum.tokens += static_cast<double>(*r.usage_prompt_tokens);
-      sum.cached += static_cast<double>(r.usage_cached_tokens.value_or(0));
-      ++counted;
-    }
-  }
-  if (counted == 0) return {static_cast<double>(planned), 0};
-  return {sum.tokens / static_cast<double>(counted), sum.cached / static_cast<double>(counted)};
-}
 
 CalibrationFit Fit(std::string name, std::string formula, std::vector<CalibrationPoint> points,
                    const std::function<std::vector<double>(const CalibrationPoint&)>& regressors) {
@@ -155,9 +75,21 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
                          p.ms, p.requests);
     }
   }
+  out += "  limits:\n";
+  for (const LimitFinding& f : outcome.limits) {
+    out += fmt::format("    {}:\n      determined: {}\n      finding: {}\n      points:  # {}\n", f.setting,
+                       f.determined, Quoted(f.finding), f.points_format);
+    for (const std::vector<double>& p : f.points) out += fmt::format("        - [{:.6g}]\n", fmt::join(p, ", "));
+  }
   out += "  not_determined:\n";
   for (const std::string& what : outcome.not_determined) out += fmt::format("    - {}\n", Quoted(what));
   return out;
+}
+
+Error NothingMeasured(const CalibrateConfig& config, const std::atomic<bool>& stop, const std::string& first_error) {
+  if (stop.load()) return MakeError(ErrorCode::kCancelled, "calibrate: stopped before any point was measured");
+  return MakeError(ErrorCode::kUnavailable, fmt::format("calibrate: no request to {} succeeded{}", config.url,
+                                                        first_error.empty() ? "" : ": " + first_error));
 }
 
 }  // namespace
@@ -203,13 +135,13 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                      ? std::min(config.base.config.prefill_chunk_tokens, config.base.config.max_batched_tokens)
                                      : config.base.config.max_batched_tokens;
   for (std::uint32_t prompt : {32u, 256u, 1024u, 2048u, 4096u}) {
-    if (over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
+    if (!config.costs || over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
     log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
-    const Measured m = RunPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
+    const CalibrationLoad m = RunClosedPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
     if (first_error.empty()) first_error = m.first_error;
     if (m.ok.empty()) continue;
     std::vector<double> ttft;
-    for (const measure::RequestRecord& r : m.ok) ttft.push_back(Ms(*r.first_token - *r.send_start));
+    for (const measure::RequestRecord& r : m.ok) ttft.push_back(TtftMs(r));
     // Only the tokens the server prefilled: a prompt it found cached costs less.
     const PromptCount counted = CountedPrompt(m.ok, prompt);
     if (counted.cached > 0) {
@@ -217,15 +149,15 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                           "uses the tokens it prefilled",
                                           counted.cached, counted.tokens, prompt));
     }
-    prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, Median(ttft), m.ok.size()});
+    prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, MedianOf(ttft), m.ok.size()});
   }
   // 2. Decode: the median gap between token events of c streams at once.
   std::vector<CalibrationPoint> decode_points;
   for (std::uint32_t prompt : {128u, 2048u}) {
     for (std::uint32_t c : {1u, 4u, 16u, 32u}) {
-      if (c > config.max_concurrency || over_budget() || !fits_context(prompt, kDecodeOutputTokens)) break;
+      if (!config.costs || c > config.max_concurrency || over_budget() || !fits_context(prompt, kDecodeOutputTokens)) break;
       log(fmt::format("decode: {} streams of {} prompt tokens", c, prompt));
-      const Measured m = RunPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
+      const CalibrationLoad m = RunClosedPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
       if (m.ok.size() < c) {
         outcome.notes.push_back(fmt::format("decode: {} of {} streams of {} prompt tokens failed; the point is left out",
@@ -255,18 +187,11 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                             c, prompt));
         continue;
       }
-      decode_points.push_back({prompt, c, CountedPrompt(m.ok, prompt).tokens + output_tokens / 2, Median(gaps), m.ok.size()});
+      decode_points.push_back({prompt, c, CountedPrompt(m.ok, prompt).tokens + output_tokens / 2, MedianOf(gaps), m.ok.size()});
     }
   }
-  outcome.interrupted = stop.load();
-  if (!outcome.interrupted && RealClock().Now() - started > config.budget) {
-    outcome.notes.push_back("the budget ran out before every point was measured: the fits use fewer points");
-  }
-  if (prefill_points.empty() && decode_points.empty()) {
-    if (outcome.interrupted) return MakeError(ErrorCode::kCancelled, "calibrate: stopped before any point was measured");
-    return MakeError(ErrorCode::kUnavailable,
-                     fmt::format("calibrate: no request to {} succeeded{}", config.url,
-                                 first_error.empty() ? "" : ": " + first_error));
+  if (config.costs && prefill_points.empty() && decode_points.empty()) {
+    return NothingMeasured(config, stop, first_error);
   }
   if (!first_error.empty()) outcome.notes.push_back("some requests failed, e.g. " + first_error);
 
@@ -296,16 +221,54 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
       outcome.notes.push_back("prefill: the slope is under the decode fit's KV cost per token; prefill_ms_per_token is 0");
     }
   }
-  for (const CalibrationFit* f : {&prefill, &decode}) {
-    if (!f->good) outcome.notes.push_back(fmt::format("{}: {}; its costs are the base preset's", f->name, f->problem));
+  if (config.costs) {
+    for (const CalibrationFit* f : {&prefill, &decode}) {
+      if (!f->good) outcome.notes.push_back(fmt::format("{}: {}; its costs are the base preset's", f->name, f->problem));
+    }
+    outcome.fits = {prefill, decode};
+  } else {
+    outcome.not_determined.push_back("the step costs: not measured (the base preset's)");
   }
-  outcome.fits = {prefill, decode};
-  outcome.not_determined = {
-      "max_num_seqs and max_batched_tokens (where TPOT stops growing and requests wait): the base preset's",
-      "KV capacity (kv.num_blocks: the onset of preemption or refusal): the base preset's",
-      "prefix caching and its block size: the base preset's",
-      "chunked prefill (whether a long prompt stalls running streams): the base preset's",
-      "step_noise_cv: the base preset's"};
+
+  // The server's context limit is the preset's; then the limits, with the fitted costs.
+  emulate::EngineConfig& engine = outcome.preset.config;
+  if (facts->max_context_tokens && *facts->max_context_tokens >= 2) {
+    engine.max_model_len = static_cast<std::int64_t>(*facts->max_context_tokens);
+    engine.max_batched_tokens = engine.chunked_prefill ? engine.max_batched_tokens
+                                                       : std::max(engine.max_batched_tokens, engine.max_model_len);
+    outcome.notes.push_back(fmt::format("max_model_len {}: the server's ({})", engine.max_model_len,
+                                        facts->max_context_source));
+  }
+  if (config.limits) {
+    LimitsExperiment limits;
+    limits.target = target;
+    limits.seed = seed;
+    limits.context_tokens = context;
+    limits.max_burst = config.max_burst;
+    limits.over_budget = over_budget;
+    limits.budget_left = [&] { return config.budget - (RealClock().Now() - started); };
+    LimitsOutcome found = MeasureLimits(limits, engine, stop, log);
+    for (LimitFinding& f : found.findings) {
+      if (!f.determined) outcome.not_determined.push_back(f.setting + ": " + f.finding);
+    }
+    outcome.limits = std::move(found.findings);
+    outcome.notes.insert(outcome.notes.end(), found.notes.begin(), found.notes.end());
+  } else {
+    outcome.not_determined.push_back("max_num_seqs, prefix caching, chunked prefill, KV capacity: not measured (the base "
+                                     "preset's)");
+  }
+  if (!config.costs && std::all_of(outcome.limits.begin(), outcome.limits.end(),
+                                   [](const LimitFinding& f) { return f.points.empty(); })) {
+    return NothingMeasured(config, stop, outcome.notes.empty() ? "" : outcome.notes.front());
+  }
+  outcome.not_determined.push_back("step_noise_cv: the base preset's");
+  outcome.interrupted = stop.load();
+  if (!outcome.interrupted && RealClock().Now() - started > config.budget) {
+    outcome.notes.push_back("the budget ran out before every point was measured: the fits use fewer points");
+  }
+  if (Status valid = emulate::ValidateEngineConfig(engine); !valid.ok()) {
+    return MakeError(ErrorCode::kInternal, "calibrate: the preset found is not valid: " + valid.error().message);
+  }
   outcome.preset.config.name = config.base.config.name + "-calibrated";
   outcome.preset.description = fmt::format("{}'s step costs fitted by bakeoff calibrate to {} ({}); the rest from {}",
                                            facts->model, config.url, UtcTodayIso(), config.base.config.name);

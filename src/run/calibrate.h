@@ -16,8 +16,9 @@
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
 // RMS residual and raw points, its quality (a fit under kGoodFitR2, or a negative coefficient, is
-// flagged poor and its figure is not used), and what was not determined (the scheduler's limits,
-// KV capacity, prefix caching, chunked prefill: later parts of the issue).
+// flagged poor and its figure is not used), the limits found (run/calibrate_limits.h) with their
+// points, and what was not determined. The server's context limit, where it says one, becomes
+// max_model_len.
 // Does not own: the fits' arithmetic (stats/regression.h) or the load (load/runner.h).
 //
 // Thread-safety: blocks; `stop` may be set from a signal watcher (what was measured is kept).
@@ -32,6 +33,7 @@
 #include "core/result.h"
 #include "emulate/engine_preset.h"
 #include "load/runner.h"
+#include "run/calibrate_limits.h"
 
 namespace bakeoff::run {
 
@@ -47,6 +49,9 @@ struct CalibrateConfig {
   emulate::EnginePreset base;              // everything the experiment does not measure
   std::filesystem::path out;               // the preset file to write
   std::uint32_t max_concurrency = 32;      // the decode experiment's largest c
+  std::uint32_t max_burst = 256;           // the max_num_seqs experiment's largest burst
+  bool costs = true;                       // run the step-cost experiments (else the base's costs)
+  bool limits = true;                      // run the limits experiments (run/calibrate_limits.h)
 };
 
 // One measured point: the figure (ms) at its inputs.
@@ -74,6 +79,7 @@ struct CalibrationFit {
 struct CalibrationOutcome {
   emulate::EnginePreset preset;  // the base with the fitted costs
   std::vector<CalibrationFit> fits;
+  std::vector<LimitFinding> limits;  // run/calibrate_limits.h, in its order
   std::vector<std::string> not_determined;
   std::vector<std::string> notes;
   bool interrupted = false;

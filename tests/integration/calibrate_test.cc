@@ -11,6 +11,7 @@
 #include "emulate/server.h"
 #include "run/calibrate.h"
 #include "support/bakeoff_process.h"
+#include "support/timing.h"
 
 namespace bakeoff {
 namespace {
@@ -45,6 +46,7 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
   config.base = BasePreset();
   config.budget = std::chrono::seconds(90);
+  config.limits = false;  // the Finds*Limits tests measure those
   config.out = fs::temp_directory_path() / ("bakeoff_calibrated_" + std::to_string(::getpid()) + ".yaml");
   std::atomic<bool> stop{false};
   Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
@@ -67,6 +69,116 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   EXPECT_DOUBLE_EQ(reread->config.cost.decode_ms_per_seq, fitted.decode_ms_per_seq);
   EXPECT_EQ(reread->config.kv.num_blocks, config.base.config.kv.num_blocks);  // not measured: the base's
   fs::remove(config.out);
+}
+
+// An engine fast enough that each limit experiment takes a second or two, with limits unlike the
+// base preset's (so a finding that kept the base's would fail).
+emulate::EngineConfig FastEngine() {
+  emulate::EngineConfig engine;
+  engine.name = "fast";
+  engine.cost.base_ms = 2.0;
+  engine.cost.prefill_ms_per_token = 0.005;
+  engine.cost.decode_ms_per_seq = 0.02;
+  engine.cost.kv_ms_per_1k_tokens = 0.01;
+  engine.step_noise_cv = 0;
+  return engine;
+}
+
+const run::LimitFinding* Finding(const run::CalibrationOutcome& outcome, const std::string& setting) {
+  for (const run::LimitFinding& f : outcome.limits) {
+    if (f.setting == setting) return &f;
+  }
+  return nullptr;
+}
+
+// Calibrates the limits only of an emulator running `truth`, from a base preset of the same costs
+// whose limits are all different.
+Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& truth, std::uint32_t max_burst) {
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.engine = truth;
+  auto server = emulate::EmulatorServer::Start(emulator);
+  if (!server.ok()) return server.error();
+  run::CalibrateConfig config;
+  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  config.target.request.ignore_eos = true;
+  config.target.request.min_tokens = 1;
+  config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
+  config.base.config = FastEngine();
+  config.base.config.max_num_seqs = 256;
+  config.base.config.max_model_len = 32768;
+  config.base.config.max_batched_tokens = 32768;
+  config.base.config.chunked_prefill = false;
+  config.base.config.kv = {32, 100000, 0.01, emulate::PrefixCaching::kNone};
+  config.costs = false;
+  config.max_burst = max_burst;
+  config.budget = std::chrono::seconds(60);
+  config.seed = 7;
+  config.out = fs::temp_directory_path() / ("bakeoff_limits_" + std::to_string(::getpid()) + ".yaml");
+  std::atomic<bool> stop{false};
+  Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
+  fs::remove(config.out);
+  return outcome;
+}
+
+TEST(CalibrateTimingTest, FindsAVllmLikeEnginesLimits) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();  // chunk and capacity are read off 2 ms steps
+  emulate::EngineConfig truth = FastEngine();
+  truth.max_num_seqs = 12;
+  truth.max_batched_tokens = 1024;
+  truth.max_model_len = 8192;
+  truth.chunked_prefill = true;
+  truth.kv = {16, 2048, 0.01, emulate::PrefixCaching::kHashedBlocks};  // 32,768 tokens
+  Result<run::CalibrationOutcome> outcome = CalibrateLimits(truth, 64);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  for (const run::LimitFinding& f : outcome->limits) EXPECT_TRUE(f.determined) << f.setting << ": " << f.finding;
+  const emulate::EngineConfig& found = outcome->preset.config;
+  EXPECT_EQ(found.max_num_seqs, 12);
+  EXPECT_EQ(found.max_model_len, 8192);  // the server's
+  EXPECT_EQ(found.kv.prefix_caching, emulate::PrefixCaching::kHashedBlocks);
+  EXPECT_EQ(found.kv.block_tokens, 16);
+  EXPECT_TRUE(found.chunked_prefill);
+  EXPECT_NEAR(double(found.max_batched_tokens), 1024, 0.2 * 1024) << Finding(*outcome, "chunked_prefill")->finding;
+  EXPECT_NEAR(double(found.kv.num_blocks * found.kv.block_tokens), 32768, 0.15 * 32768)
+      << Finding(*outcome, "kv_capacity")->finding;
+}
+
+TEST(CalibrateTimingTest, FindsALlamaCppLikeEnginesLimits) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();  // chunk and capacity are read off 2 ms steps
+  emulate::EngineConfig truth = FastEngine();
+  truth.max_num_seqs = 4;
+  truth.max_model_len = 4096;
+  truth.max_batched_tokens = 4096;
+  truth.chunked_prefill = false;
+  truth.kv = {1, 20000, 0, emulate::PrefixCaching::kRadix};
+  Result<run::CalibrationOutcome> outcome = CalibrateLimits(truth, 64);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  const emulate::EngineConfig& found = outcome->preset.config;
+  EXPECT_EQ(found.max_num_seqs, 4);
+  EXPECT_EQ(found.kv.prefix_caching, emulate::PrefixCaching::kRadix) << Finding(*outcome, "prefix_caching")->finding;
+  EXPECT_FALSE(found.chunked_prefill) << Finding(*outcome, "chunked_prefill")->finding;
+  EXPECT_TRUE(Finding(*outcome, "chunked_prefill")->determined);
+  // Four slots of 2,048-token prompts fit: the capacity is only bounded from below, and said so.
+  const run::LimitFinding* kv = Finding(*outcome, "kv_capacity");
+  EXPECT_FALSE(kv->determined);
+  EXPECT_NE(kv->finding.find("at least"), std::string::npos) << kv->finding;
+  EXPECT_GE(found.kv.num_blocks * found.kv.block_tokens, 4 * 2048);
+  bool named = false;
+  for (const std::string& what : outcome->not_determined) named = named || what.rfind("kv_capacity", 0) == 0;
+  EXPECT_TRUE(named);
+}
+
+TEST(CalibrateTimingTest, FindsNoPrefixCacheWhereThereIsNone) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();  // a 5 ms prefill against an instrumented client's overhead
+  emulate::EngineConfig truth = FastEngine();
+  truth.max_num_seqs = 6;
+  truth.kv.prefix_caching = emulate::PrefixCaching::kNone;
+  Result<run::CalibrationOutcome> outcome = CalibrateLimits(truth, 8);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  EXPECT_EQ(outcome->preset.config.max_num_seqs, 6);
+  const run::LimitFinding* prefix = Finding(*outcome, "prefix_caching");
+  EXPECT_TRUE(prefix->determined) << prefix->finding;
+  EXPECT_EQ(outcome->preset.config.kv.prefix_caching, emulate::PrefixCaching::kNone) << prefix->finding;
 }
 
 TEST(CalibrateTest, AnEndpointThatServesNothingFailsNamingIt) {

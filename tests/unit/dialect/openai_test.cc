@@ -318,7 +318,29 @@ TEST(OpenAiStreamTest, LlamaCppWithTimings) {
   EXPECT_EQ(last.finish_reason, "stop");
   ASSERT_TRUE(last.usage);
   EXPECT_EQ(last.usage->completion_tokens, 9u);
+  EXPECT_EQ(last.usage->cached_tokens, 0u);  // all 31 evaluated
   EXPECT_EQ(last.token_count, 0u);
+}
+
+// llama.cpp counts no cached tokens in usage: those of the prompt it did not evaluate
+// (timings.prompt_n) it reused from the slot's cache. A count usage gives wins; an odd timings
+// object, or one evaluating more than the prompt, says nothing.
+TEST(OpenAiStreamTest, LlamaCppCachedTokensFromTimings) {
+  OpenAiStreamDecoder decoder;
+  const auto cached = [&](std::string_view payload) {
+    const StreamChunk chunk = MustDecode(decoder, payload);
+    EXPECT_TRUE(chunk.usage) << payload;
+    return chunk.usage ? chunk.usage->cached_tokens : std::nullopt;
+  };
+  EXPECT_EQ(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":1004},"timings":{"prompt_n":1,"prompt_ms":0.4}})"),
+            1003u);
+  EXPECT_EQ(cached(R"({"timings":{"prompt_n":304},"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":1004}})"), 700u);
+  EXPECT_EQ(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4}},"timings":{"prompt_n":10}})"),
+            4u);
+  EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":11}})"));
+  EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":-1}})"));
+  EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":[1,2]})"));
+  EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":"3"}})"));
 }
 
 // TGI's OpenAI route: role repeated in every delta, `usage: null`, a system_fingerprint.
