@@ -166,8 +166,11 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
     fmt::print("{:<8} {:<5} {} point(s){}\n", fit.name, fit.good ? "good" : "POOR", fit.points.size(),
                fit.coefficients.empty()
                    ? ""
-                   : fmt::format("  coefficients [{:.4g}]  R² {:.3f}  RMS residual {:.3g} ms",
-                                 fmt::join(fit.coefficients, ", "), fit.r_squared, fit.rms_residual_ms));
+                   : fmt::format("  coefficients [{:.4g}]  R² {:.3f}  RMS residual {:.3g} ms{}",
+                                 fmt::join(fit.coefficients, ", "), fit.r_squared, fit.rms_residual_ms,
+                                 fit.held_at_zero.empty()
+                                     ? ""
+                                     : fmt::format("  (held at 0: {})", fmt::join(fit.held_at_zero, ", "))));
   }
   for (const run::LimitFinding& found : outcome->limits) {
     fmt::print("{:<15} {}\n", found.setting, found.finding);

@@ -21,7 +21,11 @@ namespace {
 constexpr std::uint32_t kDecodeOutputTokens = 48;
 constexpr std::uint32_t kPrefillRepeats = 3;
 
-CalibrationFit Fit(std::string name, std::string formula, std::vector<CalibrationPoint> points,
+// Least squares with every cost at least 0: where the ordinary fit makes one negative (a prefill
+// that grows faster than its prompt pulls the fixed cost under 0), that one is held at 0 and the
+// rest refitted, and the fit says so.
+CalibrationFit Fit(std::string name, std::string formula, const std::vector<std::string>& coefficient_names,
+                   std::vector<CalibrationPoint> points,
                    const std::function<std::vector<double>(const CalibrationPoint&)>& regressors) {
   CalibrationFit fit;
   fit.name = std::move(name);
@@ -33,21 +37,25 @@ CalibrationFit Fit(std::string name, std::string formula, std::vector<Calibratio
     rows.push_back(regressors(p));
     y.push_back(p.ms);
   }
-  const std::size_t coefficients = rows.empty() ? 0 : rows.front().size() + 1;
   // Two points beyond the coefficients at least, so R² can say something.
-  const std::optional<stats::LinearFit> line =
-      fit.points.size() >= coefficients + 2 ? stats::FitLinear(rows, y) : std::nullopt;
-  if (!line) {
-    fit.problem = fmt::format("{} points do not determine it", fit.points.size());
+  const std::optional<stats::NonNegativeFit> line =
+      fit.points.size() >= coefficient_names.size() + 2 ? stats::FitNonNegative(rows, y) : std::nullopt;
+  const bool collinear = line && !stats::FitLinear(rows, y);
+  if (!line || collinear) {
+    fit.problem = collinear ? "the points do not tell the costs apart"
+                            : fmt::format("{} points do not determine it", fit.points.size());
     return fit;
   }
-  fit.coefficients = line->coefficients;
-  fit.r_squared = line->r_squared;
-  fit.rms_residual_ms = line->rms_residual;
+  fit.coefficients = line->fit.coefficients;
+  fit.r_squared = line->fit.r_squared;
+  fit.rms_residual_ms = line->fit.rms_residual;
+  for (std::size_t j = 0; j < coefficient_names.size(); ++j) {
+    if (line->held_at_zero[j]) fit.held_at_zero.push_back(coefficient_names[j]);
+  }
   if (!(fit.r_squared >= kGoodFitR2)) {
     fit.problem = fmt::format("poor fit: R² {:.3f} < {}", fit.r_squared, kGoodFitR2);
-  } else if (std::any_of(fit.coefficients.begin(), fit.coefficients.end(), [](double c) { return c < 0; })) {
-    fit.problem = "a fitted cost is negative: the model does not describe this engine there";
+  } else if (std::all_of(line->held_at_zero.begin() + 1, line->held_at_zero.end(), [](bool held) { return held; })) {
+    fit.problem = "every cost but the fixed one came out at 0: the model does not describe this engine there";
   }
   fit.good = fit.problem.empty();
   return fit;
@@ -68,6 +76,9 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
     if (!f.coefficients.empty()) {
       out += fmt::format("      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n",
                          fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms);
+      if (!f.held_at_zero.empty()) {
+        out += fmt::format("      held_at_zero: [{}]  # least squares made them negative\n", fmt::join(f.held_at_zero, ", "));
+      }
     }
     out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, requests]\n";
     for (const CalibrationPoint& p : f.points) {
@@ -134,7 +145,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   const std::int64_t one_chunk = config.base.config.chunked_prefill && config.base.config.prefill_chunk_tokens > 0
                                      ? std::min(config.base.config.prefill_chunk_tokens, config.base.config.max_batched_tokens)
                                      : config.base.config.max_batched_tokens;
-  for (std::uint32_t prompt : {32u, 256u, 1024u, 2048u, 4096u}) {
+  for (std::uint32_t prompt : {32u, 128u, 256u, 512u, 1024u, 2048u, 4096u}) {
     if (!config.costs || over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
     log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
     const CalibrationLoad m = RunClosedPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
@@ -151,10 +162,13 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     }
     prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, MedianOf(ttft), m.ok.size()});
   }
-  // 2. Decode: the median gap between token events of c streams at once.
+  // 2. Decode: the median gap between token events of c streams at once, at a short and a long
+  // context (2,048 tokens, or half a shorter context).
   std::vector<CalibrationPoint> decode_points;
-  for (std::uint32_t prompt : {128u, 2048u}) {
-    for (std::uint32_t c : {1u, 4u, 16u, 32u}) {
+  std::vector<std::uint32_t> decode_contexts = {128};
+  if (context / 2 >= 512) decode_contexts.push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(2048, context / 2)));
+  for (std::uint32_t prompt : decode_contexts) {
+    for (std::uint32_t c : {1u, 2u, 4u, 8u, 16u, 32u}) {
       if (!config.costs || c > config.max_concurrency || over_budget() || !fits_context(prompt, kDecodeOutputTokens)) break;
       log(fmt::format("decode: {} streams of {} prompt tokens", c, prompt));
       const CalibrationLoad m = RunClosedPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
@@ -182,10 +196,11 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
         }
       }
       if (gaps.empty()) {
+        // More streams than the engine runs at once: more would not either.
         outcome.notes.push_back(fmt::format("decode: {} streams of {} prompt tokens never all decoded at once; the "
-                                            "point is left out",
+                                            "point is left out, and more streams are not tried",
                                             c, prompt));
-        continue;
+        break;
       }
       decode_points.push_back({prompt, c, CountedPrompt(m.ok, prompt).tokens + output_tokens / 2, MedianOf(gaps), m.ok.size()});
     }
@@ -198,7 +213,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   std::set<std::uint32_t> decode_prompts;
   for (const CalibrationPoint& p : decode_points) decode_prompts.insert(p.prompt_tokens);
   CalibrationFit decode = Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
-                              decode_points, [](const CalibrationPoint& p) {
+                              {"base_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points, [](const CalibrationPoint& p) {
                                 return std::vector<double>{static_cast<double>(p.concurrency),
                                                            p.concurrency * p.context_tokens / 1000};
                               });
@@ -206,7 +221,8 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     decode.good = false;
     decode.problem = "one prompt length: the per-sequence and per-KV-token costs cannot be told apart";
   }
-  CalibrationFit prefill = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens", prefill_points,
+  CalibrationFit prefill = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens",
+                               {"overhead_ms", "ms_per_prompt_token"}, prefill_points,
                                [](const CalibrationPoint& p) { return std::vector<double>{p.context_tokens}; });
   emulate::CostModel& cost = outcome.preset.config.cost;
   if (decode.good) {

@@ -69,6 +69,7 @@ struct CalibrationFit {
   std::string name;     // "prefill" or "decode"
   std::string formula;  // what was fitted, in words
   std::vector<double> coefficients;
+  std::vector<std::string> held_at_zero;  // coefficients least squares made negative, held at 0
   double r_squared = 0;
   double rms_residual_ms = 0;
   bool good = false;

@@ -270,9 +270,12 @@ class Experiments {
       if (g > 2 * usual) prefill_steps.push_back(g);
     }
     const double counted = double(long_one->usage_prompt_tokens.value_or(long_prompt_));
-    const double prefill_ms = std::max(0.0, long_ttft_ms_ - short_ttft);
     f.points.push_back({counted, long_ttft_ms_, TtftMs(*long_one), usual, longest, double(prefill_steps.size())});
-    if (longest >= kStalledShare * prefill_ms) {
+    // The prefill as it happened here: a first long prompt alone can be slower than the same
+    // length later (llama.cpp sizes its compute buffers on first use).
+    const double prefill_ms = std::max(0.0, TtftMs(*long_one) - short_ttft);
+    long_ttft_ms_ = std::min(long_ttft_ms_, TtftMs(*long_one));
+    if (longest >= kStalledShare * prefill_ms || prefill_steps.size() == 1) {
       const std::string seen = fmt::format("a {:.0f}-token prompt stalled the running streams for {:.1f} ms of its {:.1f} ms "
                                            "prefill: one step took it all",
                                            counted, longest, prefill_ms);

@@ -11,8 +11,8 @@
 //      common divisor (at least 4), or token-granular (radix); without them, from TTFT alone
 //      (the repeat at most 60% of the first), the block size left undetermined.
 //   3. chunked prefill: two streams decode while one long prompt (the longest the context allows,
-//      at most 16,384 tokens) arrives. A stream stalled for most of that prompt's prefill means one
-//      step took it all; otherwise the steps that carried prefill (gaps over twice the stream's
+//      at most 16,384 tokens) arrives. A stream stalled for most of that prompt's prefill (or slowed in
+//      one step only) means one step took it all; otherwise the steps that carried prefill (gaps over twice the stream's
 //      usual one) give the chunk: prompt / steps.
 //   4. KV capacity: as many prompts of that long length as the step (3) prefill time lets the
 //      remaining budget afford, at most max_num_seqs, sent at once: fewer running together than

@@ -1,44 +1,53 @@
 // stats/regression.cc: least squares by the normal equations (contract in regression.h).
 #include "stats/regression.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 namespace bakeoff::stats {
+namespace {
 
-std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
-  const std::size_t n = y.size();
-  if (rows.size() != n || n == 0) return std::nullopt;
+bool WellFormed(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+  if (rows.size() != y.size() || y.empty()) return false;
   const std::size_t k = rows.front().size() + 1;  // with the intercept
-  if (n < k) return std::nullopt;
-  for (const std::vector<double>& row : rows) {
-    if (row.size() + 1 != k) return std::nullopt;
+  if (y.size() < k) return false;
+  return std::all_of(rows.begin(), rows.end(), [&](const std::vector<double>& row) { return row.size() + 1 == k; });
+}
+
+// Least squares over the chosen columns of [1 | rows], the others held at 0: every column's
+// coefficient, nullopt when the chosen columns are collinear. Each column is scaled to unit RMS
+// first, which keeps the normal equations well conditioned.
+std::optional<std::vector<double>> Solve(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
+                                         const std::vector<bool>& chosen) {
+  const std::size_t n = y.size();
+  const auto x = [&](std::size_t i, std::size_t column) { return column == 0 ? 1.0 : rows[i][column - 1]; };
+  std::vector<std::size_t> columns;
+  for (std::size_t c = 0; c < chosen.size(); ++c) {
+    if (chosen[c]) columns.push_back(c);
   }
-  // Centred normal equations: the intercept comes out of the means, which keeps them well scaled.
-  std::vector<double> mean_x(k - 1, 0);
-  double mean_y = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j + 1 < k; ++j) mean_x[j] += rows[i][j] / static_cast<double>(n);
-    mean_y += y[i] / static_cast<double>(n);
+  const std::size_t m = columns.size();
+  std::vector<double> scale(m, 0);
+  for (std::size_t j = 0; j < m; ++j) {
+    for (std::size_t i = 0; i < n; ++i) scale[j] += x(i, columns[j]) * x(i, columns[j]);
+    scale[j] = std::sqrt(scale[j] / static_cast<double>(n));
+    if (!(scale[j] > 0)) return std::nullopt;
   }
-  const std::size_t m = k - 1;
-  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0));  // [X'X | X'y]
+  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0));  // [X'X | X'y], scaled
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t r = 0; r < m; ++r) {
-      const double xr = rows[i][r] - mean_x[r];
-      for (std::size_t c = 0; c < m; ++c) a[r][c] += xr * (rows[i][c] - mean_x[c]);
-      a[r][m] += xr * (y[i] - mean_y);
+      const double xr = x(i, columns[r]) / scale[r];
+      for (std::size_t c = 0; c < m; ++c) a[r][c] += xr * x(i, columns[c]) / scale[c];
+      a[r][m] += xr * y[i];
     }
   }
-  // Gaussian elimination with partial pivoting.
+  // Gauss-Jordan elimination with partial pivoting.
   for (std::size_t col = 0; col < m; ++col) {
     std::size_t pivot = col;
     for (std::size_t r = col + 1; r < m; ++r) {
       if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
     }
-    double scale = 0;
-    for (std::size_t r = 0; r < m; ++r) scale = std::max(scale, std::abs(a[r][r]));
-    if (!(std::abs(a[pivot][col]) > 1e-12 * std::max(scale, 1e-300))) return std::nullopt;
+    if (!(std::abs(a[pivot][col]) > 1e-12 * static_cast<double>(n))) return std::nullopt;
     std::swap(a[col], a[pivot]);
     for (std::size_t r = 0; r < m; ++r) {
       if (r == col) continue;
@@ -46,18 +55,22 @@ std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows,
       for (std::size_t c = col; c <= m; ++c) a[r][c] -= factor * a[col][c];
     }
   }
+  std::vector<double> coefficients(chosen.size(), 0);
+  for (std::size_t j = 0; j < m; ++j) coefficients[columns[j]] = a[j][m] / a[j][j] / scale[j];
+  return coefficients;
+}
+
+LinearFit WithQuality(const std::vector<std::vector<double>>& rows, const std::vector<double>& y,
+                      std::vector<double> coefficients) {
+  const std::size_t n = y.size();
+  double mean_y = 0;
+  for (double v : y) mean_y += v / static_cast<double>(n);
   LinearFit fit;
-  fit.coefficients.assign(k, 0);
-  double intercept = mean_y;
-  for (std::size_t j = 0; j < m; ++j) {
-    fit.coefficients[j + 1] = a[j][m] / a[j][j];
-    intercept -= fit.coefficients[j + 1] * mean_x[j];
-  }
-  fit.coefficients[0] = intercept;
+  fit.coefficients = std::move(coefficients);
   double ss_residual = 0, ss_total = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    double fitted = intercept;
-    for (std::size_t j = 0; j < m; ++j) fitted += fit.coefficients[j + 1] * rows[i][j];
+    double fitted = fit.coefficients[0];
+    for (std::size_t j = 0; j < rows[i].size(); ++j) fitted += fit.coefficients[j + 1] * rows[i][j];
     fit.residuals.push_back(y[i] - fitted);
     ss_residual += fit.residuals.back() * fit.residuals.back();
     ss_total += (y[i] - mean_y) * (y[i] - mean_y);
@@ -65,6 +78,40 @@ std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows,
   fit.r_squared = ss_total > 0 ? 1 - ss_residual / ss_total : (ss_residual == 0 ? 1 : 0);
   fit.rms_residual = std::sqrt(ss_residual / static_cast<double>(n));
   return fit;
+}
+
+}  // namespace
+
+std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+  if (!WellFormed(rows, y)) return std::nullopt;
+  std::optional<std::vector<double>> coefficients = Solve(rows, y, std::vector<bool>(rows.front().size() + 1, true));
+  if (!coefficients) return std::nullopt;
+  return WithQuality(rows, y, std::move(*coefficients));
+}
+
+std::optional<NonNegativeFit> FitNonNegative(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+  if (!WellFormed(rows, y)) return std::nullopt;
+  const std::size_t k = rows.front().size() + 1;
+  std::optional<NonNegativeFit> best;
+  double best_ss = 0;
+  // Every choice of free coefficients (the rest at 0): the least squares one whose free
+  // coefficients all come out non-negative is the constrained optimum.
+  for (std::size_t mask = 0; mask < (std::size_t{1} << k); ++mask) {
+    std::vector<bool> chosen(k);
+    for (std::size_t c = 0; c < k; ++c) chosen[c] = (mask >> c) & 1;
+    const std::optional<std::vector<double>> coefficients = Solve(rows, y, chosen);
+    if (!coefficients || std::any_of(coefficients->begin(), coefficients->end(), [](double c) { return c < 0; })) {
+      continue;
+    }
+    LinearFit fit = WithQuality(rows, y, *coefficients);
+    const double ss = fit.rms_residual * fit.rms_residual;
+    if (best && ss >= best_ss) continue;
+    best_ss = ss;
+    std::vector<bool> held(k);
+    for (std::size_t c = 0; c < k; ++c) held[c] = !chosen[c];
+    best = NonNegativeFit{std::move(fit), std::move(held)};
+  }
+  return best;
 }
 
 }  // namespace bakeoff::stats

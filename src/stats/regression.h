@@ -1,7 +1,7 @@
 // stats/regression.h
 //
-// Owns: ordinary least squares for a handful of predictors (an intercept and up to a few
-// regressors), with the fit's quality: R², the root-mean-square residual and every residual, so a
+// Owns: ordinary and non-negative least squares for a handful of predictors (an intercept and up
+// to a few regressors), with the fit's quality: R², the root-mean-square residual and every residual, so a
 // fitted coefficient is never shown without how well it fits. bakeoff calibrate fits the engine
 // model's costs with it.
 // Does not own: which points to measure or what a coefficient means (run/calibrate.h).
@@ -25,5 +25,14 @@ struct LinearFit {
 // than coefficients, a row's width differs, or the regressors are collinear (the normal equations
 // are singular).
 std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows, const std::vector<double>& y);
+
+// The same fit with every coefficient, the intercept too, at least 0 (a cost cannot be negative):
+// exact, by trying each set of coefficients held at 0 (2^k fits, for the handful it is meant
+// for). held_at_zero[j] says coefficient j was held. nullopt as FitLinear's malformed input.
+struct NonNegativeFit {
+  LinearFit fit;
+  std::vector<bool> held_at_zero;
+};
+std::optional<NonNegativeFit> FitNonNegative(const std::vector<std::vector<double>>& rows, const std::vector<double>& y);
 
 }  // namespace bakeoff::stats
