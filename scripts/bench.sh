@@ -10,6 +10,8 @@
 #   emulator the simulator and the real-time emulated engine                    scripts/bench_emulator.sh
 #   report   report pages of a 1,000,000-request run against 10,000             scripts/bench_report.sh
 #   soak     the client's memory over a long open loop                          scripts/bench_soak.sh
+#   twin     calibrate + validate against BENCH_TWIN_URL and the emulator (only   scripts/bench_twin.sh
+#            when BENCH_ONLY names it)
 # Every figure is checked before it is reported (all requests ok, the expected token counts, the
 # expected fingerprint...); a failed check is a failure line in the document and exit status 1.
 # Everything listens on 127.0.0.1 and every run is bounded by a timeout.
@@ -20,9 +22,10 @@
 #   started from docs/benchmarks.json when absent), BAKEOFF_BENCH_SECONDS (measurement window of
 #   the closed-loop macro runs, default 8), BAKEOFF_BENCH_REPEAT (runs of each repeated figure,
 #   default 3), BAKEOFF_BENCH_KEEP=1 (keep the work folder), BENCH_REPORT_REQUESTS (default
-#   1,000,000), BENCH_SOAK_SECONDS (default 1800), BENCH_SOAK_SAMPLE_SECONDS (default 5).
+#   1,000,000), BENCH_SOAK_SECONDS (default 1800), BENCH_SOAK_SAMPLE_SECONDS (default 5), BENCH_TWIN_URL (twin:
+#   a server on loopback) and BENCH_TWIN_WHAT (twin: the engine's build, model and flags, in words).
 # Time and disk: micro + macro ~4 min; workload ~2.5 min and ~1.7 GB under TMPDIR; emulator ~2 min;
-#   report ~5 min and ~3 GB; soak BENCH_SOAK_SECONDS plus a minute and ~0.8 KB per request. To try
+#   report ~5 min and ~3 GB; twin ~15 min; soak BENCH_SOAK_SECONDS plus a minute and ~0.8 KB per request. To try
 #   one section: BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
@@ -31,8 +34,10 @@ set -euo pipefail
 
 build=${1:-build/release}
 root=$(cd "$(dirname "$0")/.." && pwd)
-all_sections="macro micro workload emulator report soak"
-only=${BENCH_ONLY:-${all_sections// /,}}
+all_sections="macro micro workload emulator report soak twin"
+# twin needs an engine the user started (BENCH_TWIN_URL), so only BENCH_ONLY=twin runs it.
+default_sections="macro micro workload emulator report soak"
+only=${BENCH_ONLY:-${default_sections// /,}}
 # The macro section's notes quote the micro-benchmarks' figures of the same run.
 case ",$only," in *,macro,*) only="$only,micro" ;; esac
 for section in ${only//,/ }; do

@@ -153,7 +153,8 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
   config.target.request.min_tokens = 1;
   const run::RequestIntent intent = run::FitRequestToEngine(config.target.request, adapter.value());
   if (!intent.forced_length_not_sent.empty()) {
-    log("answers may end early (" + intent.forced_length_not_sent + "): the decode fit counts the gaps it gets");
+    log("answers may end early (" + intent.forced_length_not_sent +
+        "): the decode fit counts the gaps it gets, and a limit read off an answer that ended early is not determined");
   }
 
   const StopSignals stop;

@@ -70,7 +70,7 @@ struct BodyView {
   bool has_choice0 = false;
   ChoiceView choice;
   std::optional<Usage> usage;
-  std::optional<std::uint64_t> timings_prompt_n;  // llama.cpp: the prompt tokens it evaluated
+  std::optional<std::uint64_t> timings_cached;  // llama.cpp: the prompt tokens it reused
   ErrorFields error;
 };
 
@@ -229,31 +229,34 @@ std::optional<std::string> ErrorMessageOf(const ErrorFields& error) {
   return std::nullopt;
 }
 
-// llama.cpp's `timings.prompt_n`, the prompt tokens it evaluated (the rest it reused from the
-// slot's cache). Only a hint, so another shape is ignored, not an error.
-std::optional<std::uint64_t> TimingsPromptN(dom::element value) {
+// llama.cpp's `timings`: the prompt tokens it reused from the slot's cache, `cache_n` where the
+// build sends it, else the prompt (usage's) less `prompt_n`, the tokens it evaluated. Only a hint,
+// so another shape is ignored, not an error.
+std::optional<std::uint64_t> TimingsCached(dom::element value, const std::optional<Usage>& usage) {
   std::int64_t n = -1;
-  if (value["prompt_n"].get_int64().get(n) != simdjson::SUCCESS || n < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(n);
+  if (value["cache_n"].get_int64().get(n) == simdjson::SUCCESS && n >= 0) return static_cast<std::uint64_t>(n);
+  if (!usage || value["prompt_n"].get_int64().get(n) != simdjson::SUCCESS || n < 0 ||
+      static_cast<std::uint64_t>(n) > usage->prompt_tokens) {
+    return std::nullopt;
+  }
+  return usage->prompt_tokens - static_cast<std::uint64_t>(n);
 }
 
 Reason ReadBody(dom::object root, BodyView& body) {
+  std::optional<dom::element> timings;
   for (const dom::key_value_pair field : root) {
     if (field.key == "choices") {
       if (Reason reason = ReadChoices(field.value, body)) return reason;
     } else if (field.key == "usage") {
       if (Reason reason = ReadUsage(field.value, body.usage)) return reason;
     } else if (field.key == "timings") {
-      body.timings_prompt_n = TimingsPromptN(field.value);
+      timings = field.value;
     } else {
       CollectErrorField(field, body.error);
     }
   }
-  // llama.cpp counts no cached tokens in usage; what it did not evaluate of the prompt it had.
-  if (body.usage && !body.usage->cached_tokens && body.timings_prompt_n &&
-      *body.timings_prompt_n <= body.usage->prompt_tokens) {
-    body.usage->cached_tokens = body.usage->prompt_tokens - *body.timings_prompt_n;
-  }
+  // Older llama.cpp builds count no cached tokens in usage, only in timings.
+  if (body.usage && !body.usage->cached_tokens && timings) body.usage->cached_tokens = TimingsCached(*timings, body.usage);
   return nullptr;
 }
 

@@ -21,9 +21,9 @@ namespace {
 constexpr std::uint32_t kDecodeOutputTokens = 48;
 constexpr std::uint32_t kPrefillRepeats = 3;
 
-// Least squares with every cost at least 0: where the ordinary fit makes one negative (a prefill
-// that grows faster than its prompt pulls the fixed cost under 0), that one is held at 0 and the
-// rest refitted, and the fit says so.
+// Least squares with every cost at least 0 (stats::FitNonNegative): where the ordinary fit makes
+// one negative (a prefill that grows faster than its prompt pulls the fixed cost under 0), the
+// best fit holds some at 0, and the fit names them.
 CalibrationFit Fit(std::string name, std::string formula, const std::vector<std::string>& coefficient_names,
                    std::vector<CalibrationPoint> points,
                    const std::function<std::vector<double>(const CalibrationPoint&)>& regressors) {
@@ -77,7 +77,7 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
       out += fmt::format("      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n",
                          fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms);
       if (!f.held_at_zero.empty()) {
-        out += fmt::format("      held_at_zero: [{}]  # least squares made them negative\n", fmt::join(f.held_at_zero, ", "));
+        out += fmt::format("      held_at_zero: [{}]  # by the non-negative fit\n", fmt::join(f.held_at_zero, ", "));
       }
     }
     out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, requests]\n";
@@ -254,12 +254,19 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                                        : std::max(engine.max_batched_tokens, engine.max_model_len);
     outcome.notes.push_back(fmt::format("max_model_len {}: the server's ({})", engine.max_model_len,
                                         facts->max_context_source));
+    if (const std::int64_t smallest = SmallestValidPoolBlocks(engine); engine.kv.num_blocks < smallest) {
+      outcome.notes.push_back(fmt::format("kv.num_blocks raised from the base's {} to {}, the least that holds one "
+                                          "max_model_len request",
+                                          engine.kv.num_blocks, smallest));
+      engine.kv.num_blocks = smallest;
+    }
   }
   if (config.limits) {
     LimitsExperiment limits;
     limits.target = target;
     limits.seed = seed;
     limits.context_tokens = context;
+    limits.context_known = facts->max_context_tokens.has_value();
     limits.max_burst = config.max_burst;
     limits.over_budget = over_budget;
     limits.budget_left = [&] { return config.budget - (RealClock().Now() - started); };
@@ -269,25 +276,30 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     }
     outcome.limits = std::move(found.findings);
     outcome.notes.insert(outcome.notes.end(), found.notes.begin(), found.notes.end());
+    if (first_error.empty()) first_error = found.first_error;
   } else {
     outcome.not_determined.push_back("max_num_seqs, prefix caching, chunked prefill, KV capacity: not measured (the base "
                                      "preset's)");
   }
   if (!config.costs && std::all_of(outcome.limits.begin(), outcome.limits.end(),
                                    [](const LimitFinding& f) { return f.points.empty(); })) {
-    return NothingMeasured(config, stop, outcome.notes.empty() ? "" : outcome.notes.front());
+    return NothingMeasured(config, stop, first_error);
   }
   outcome.not_determined.push_back("step_noise_cv: the base preset's");
   outcome.interrupted = stop.load();
   if (!outcome.interrupted && RealClock().Now() - started > config.budget) {
-    outcome.notes.push_back("the budget ran out before every point was measured: the fits use fewer points");
+    outcome.notes.push_back("the budget ran out before every point was measured: the fits use fewer points, or a "
+                            "limit was not measured");
   }
   if (Status valid = emulate::ValidateEngineConfig(engine); !valid.ok()) {
     return MakeError(ErrorCode::kInternal, "calibrate: the preset found is not valid: " + valid.error().message);
   }
   outcome.preset.config.name = config.base.config.name + "-calibrated";
-  outcome.preset.description = fmt::format("{}'s step costs fitted by bakeoff calibrate to {} ({}); the rest from {}",
-                                           facts->model, config.url, UtcTodayIso(), config.base.config.name);
+  std::vector<std::string> fitted;
+  if (config.costs) fitted.emplace_back("step costs");
+  if (config.limits) fitted.emplace_back("limits");
+  outcome.preset.description = fmt::format("{}'s {} measured by bakeoff calibrate at {} ({}); the rest from {}", facts->model,
+                                           fmt::join(fitted, " and "), config.url, UtcTodayIso(), config.base.config.name);
   outcome.preset_text = "# Written by bakeoff calibrate (docs/engine-presets.md, \"calibration\").\n" +
                         emulate::RenderEnginePreset(outcome.preset) + CalibrationYaml(config, facts->model, outcome);
   if (Result<emulate::EnginePreset> reread = emulate::ParseEnginePreset(outcome.preset_text, config.out.string());

@@ -15,8 +15,9 @@
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
-// RMS residual and raw points, its quality (a fit under kGoodFitR2, or a negative coefficient, is
-// flagged poor and its figure is not used), the limits found (run/calibrate_limits.h) with their
+// RMS residual and raw points, its quality (costs are fitted non-negative, the ones held at 0
+// named; a fit under kGoodFitR2, or one where nothing grows with the load, is flagged poor and
+// its figures are not used), the limits found (run/calibrate_limits.h) with their
 // points, and what was not determined. The server's context limit, where it says one, becomes
 // max_model_len.
 // Does not own: the fits' arithmetic (stats/regression.h) or the load (load/runner.h).
@@ -69,7 +70,7 @@ struct CalibrationFit {
   std::string name;     // "prefill" or "decode"
   std::string formula;  // what was fitted, in words
   std::vector<double> coefficients;
-  std::vector<std::string> held_at_zero;  // coefficients least squares made negative, held at 0
+  std::vector<std::string> held_at_zero;  // coefficients the non-negative fit held at 0
   double r_squared = 0;
   double rms_residual_ms = 0;
   bool good = false;

@@ -24,6 +24,7 @@ constexpr std::uint32_t kPrefixBlocks = 20;
 constexpr std::uint32_t kSharedBlocks[] = {6, 9, 11, 14, 17};
 // Counts whose greatest common divisor is under this are taken as token-granular.
 constexpr std::uint64_t kSmallestBlock = 4;
+constexpr std::uint64_t kLargestBlock = 256;
 constexpr double kCachedTtftShare = 0.6;
 // Steps 3 and 4.
 constexpr std::uint32_t kLongestProbe = 16384;
@@ -50,17 +51,27 @@ workload::Trace TraceOf(std::vector<workload::TraceRequest> requests, std::uint3
 }
 
 // How many of the requests ran together: those whose first token came before the first answer
-// ended (a request admitted only when a running one left starts after it).
-std::size_t RunningTogether(const std::vector<measure::RequestRecord>& ok) {
-  MonoTime first_end = MonoTime::max();
-  for (const measure::RequestRecord& r : ok) first_end = std::min(first_end, r.last_token.value_or(*r.first_token));
+// ended (a request admitted only when a running one left starts after it). nullopt when that
+// first answer ended short of `planned` tokens (its length was not forced): the window it closes
+// says nothing about admission then.
+std::optional<std::size_t> RunningTogether(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
+  const auto first = std::min_element(ok.begin(), ok.end(), [](const auto& a, const auto& b) {
+    return a.last_token.value_or(*a.first_token) < b.last_token.value_or(*b.first_token);
+  });
+  if (first == ok.end() || double(first->OutputTokens()) < 0.9 * planned) return std::nullopt;
+  const MonoTime first_end = first->last_token.value_or(*first->first_token);
   return static_cast<std::size_t>(
       std::count_if(ok.begin(), ok.end(), [&](const measure::RequestRecord& r) { return *r.first_token < first_end; }));
 }
 
 std::string FailureNote(const CalibrationLoad& load, std::size_t sent, const std::string& what) {
+  if (load.failed == 0) return fmt::format("{}: no answer of {} came back (stopped)", what, sent);
   return fmt::format("{}: {} of {} requests failed ({})", what, load.failed, sent, load.first_error);
 }
+
+constexpr const char* kAnswersEndedEarly =
+    "not determined: the first answer ended early (its length is not forced on this server), so its end says "
+    "nothing about which requests ran together";
 
 class Experiments {
  public:
@@ -69,10 +80,18 @@ class Experiments {
       : e_(experiment), config_(config), stop_(stop), log_(log), seed_(experiment.seed) {}
 
   LimitsOutcome Run() {
-    MaxNumSeqs();
-    PrefixCache();
-    ChunkedPrefill();
-    KvCapacity();
+    for (void (Experiments::*experiment)() :
+         {&Experiments::MaxNumSeqs, &Experiments::PrefixCache, &Experiments::ChunkedPrefill, &Experiments::KvCapacity}) {
+      const emulate::EngineConfig before = config_;
+      (this->*experiment)();
+      // A finding that would make the preset invalid is not applied; the others stand.
+      if (Status valid = emulate::ValidateEngineConfig(config_); !valid.ok()) {
+        config_ = before;
+        LimitFinding& last = outcome_.findings.back();
+        last.determined = false;
+        last.finding += " (not applied: it makes an invalid preset, " + valid.error().message + ")";
+      }
+    }
     return std::move(outcome_);
   }
 
@@ -83,21 +102,32 @@ class Experiments {
     return true;
   }
   void Keep(LimitFinding finding) { outcome_.findings.push_back(std::move(finding)); }
+  void Failed(const CalibrationLoad& load, std::size_t sent, const std::string& what) {
+    if (outcome_.first_error.empty()) outcome_.first_error = load.first_error;
+    outcome_.notes.push_back(FailureNote(load, sent, what));
+  }
 
   void MaxNumSeqs() {
     LimitFinding f{"max_num_seqs", false, "", "[requests sent at once, answered, running together]", {}};
     std::uint32_t all_ran = 0;
-    for (std::uint32_t n = 8; n <= e_.max_burst && !Skip(f); n *= 2) {
+    for (std::uint32_t n = std::min<std::uint32_t>(8, e_.max_burst); n > all_ran && !Skip(f);
+         n = std::min(2 * n, e_.max_burst)) {
       log_(fmt::format("max_num_seqs: {} requests at once", n));
       const CalibrationLoad load = RunClosedPoint(e_.target, kBurstPrompt, kBurstOutput, n, n, ++seed_, stop_);
-      if (load.failed > 0) outcome_.notes.push_back(FailureNote(load, n, fmt::format("max_num_seqs, {} at once", n)));
+      if (load.failed > 0 || load.ok.empty()) Failed(load, n, fmt::format("max_num_seqs, {} at once", n));
       if (load.ok.empty()) break;
-      const std::size_t together = RunningTogether(load.ok);
+      const std::optional<std::size_t> ran = RunningTogether(load.ok, kBurstOutput);
+      if (!ran) {
+        f.finding = kAnswersEndedEarly;
+        break;
+      }
+      const std::size_t together = std::max<std::size_t>(1, *ran);
       f.points.push_back({double(n), double(load.ok.size()), double(together)});
       if (together < load.ok.size()) {
         config_.max_num_seqs = static_cast<std::int64_t>(together);
         config_.max_batched_tokens = std::max(config_.max_batched_tokens, config_.max_num_seqs);
         f.determined = true;
+        seqs_measured_ = true;
         f.finding = fmt::format("{} sequences at once: of {} sent together, {} started before the first answer ended{}",
                                 together, n, together,
                                 all_ran > 0 ? fmt::format(" (all {} did when {} were sent)", all_ran, all_ran) : "");
@@ -105,7 +135,7 @@ class Experiments {
       }
       all_ran = n;
     }
-    if (!f.determined && all_ran > 0) {
+    if (!f.determined && f.finding.empty() && all_ran > 0) {
       config_.max_num_seqs = std::max<std::int64_t>(config_.max_num_seqs, all_ran);
       config_.max_batched_tokens = std::max(config_.max_batched_tokens, config_.max_num_seqs);
       f.finding = fmt::format("at least {}: all {} sent at once ran together; the preset has {}", all_ran, all_ran,
@@ -122,7 +152,7 @@ class Experiments {
     const workload::Trace trace = TraceOf({std::move(request)}, block_tokens);
     CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_);
     if (load.ok.empty()) {
-      outcome_.notes.push_back(FailureNote(load, 1, what));
+      Failed(load, 1, what);
       return std::nullopt;
     }
     return std::move(load.ok.front());
@@ -158,8 +188,8 @@ class Experiments {
     };
     point(0, *fresh);
     point(kPrefixBlocks, *again);
-    std::vector<std::uint64_t> cached_counts;
-    if (again->usage_cached_tokens) cached_counts.push_back(*again->usage_cached_tokens);
+    // The partly shared prompts' cached counts above 0: their common divisor is the block.
+    std::vector<std::uint64_t> partial_counts;
     for (std::uint32_t shared : kSharedBlocks) {
       if (e_.over_budget()) break;
       std::vector<std::uint64_t> blocks(first.begin(), first.begin() + shared);
@@ -168,19 +198,31 @@ class Experiments {
           One(TraceRequestOf(0, prompt, 1, std::move(blocks)), kPrefixTextBlock, "prefix cache, partly shared prompt");
       if (!r) continue;
       point(shared, *r);
-      if (r->usage_cached_tokens && *r->usage_cached_tokens > 0) cached_counts.push_back(*r->usage_cached_tokens);
+      if (r->usage_cached_tokens && *r->usage_cached_tokens > 0) partial_counts.push_back(*r->usage_cached_tokens);
     }
     const double counted = double(again->usage_prompt_tokens.value_or(prompt));
     const double t_small = TtftMs(*small), t_fresh = TtftMs(*fresh), t_again = TtftMs(*again);
-    const bool counts_say_cached = again->usage_cached_tokens && double(*again->usage_cached_tokens) >= 0.5 * counted;
-    const bool timing_says_cached = t_again <= kCachedTtftShare * t_fresh;
     const std::string timing = fmt::format("TTFT {:.1f} ms the first time, {:.1f} ms repeated ({:.1f} ms for {} tokens)",
                                            t_fresh, t_again, t_small, kBurstPrompt);
-    if (counts_say_cached) {
-      std::uint64_t block = 0;
-      for (std::uint64_t c : cached_counts) block = std::gcd(block, c);
+    if (again->usage_cached_tokens) {
+      // The server counts what it found cached: its counts decide, not the timing.
+      const std::uint64_t repeated = *again->usage_cached_tokens;
+      if (double(repeated) < 0.5 * counted) {
+        config_.kv.prefix_caching = emulate::PrefixCaching::kNone;
+        f.determined = true;
+        f.finding = fmt::format("none: the repeat counted {} of {:.0f} tokens cached; {}", repeated, counted, timing);
+        return Keep(std::move(f));
+      }
+      std::uint64_t block = repeated;
+      for (std::uint64_t c : partial_counts) block = std::gcd(block, c);
+      const std::uint64_t smallest = partial_counts.empty() ? 0 : *std::min_element(partial_counts.begin(), partial_counts.end());
       f.determined = true;
-      if (block >= kSmallestBlock) {
+      if (!partial_counts.empty() && block < kSmallestBlock) {
+        config_.kv.prefix_caching = emulate::PrefixCaching::kRadix;
+        f.finding = fmt::format("cached token by token (the {} cached counts have no common block; repeated: {} of "
+                                "{:.0f}): radix; {}",
+                                partial_counts.size() + 1, repeated, counted, timing);
+      } else if (partial_counts.size() >= 2 && block <= kLargestBlock && block <= smallest) {
         config_.kv.prefix_caching = emulate::PrefixCaching::kHashedBlocks;
         // The pool keeps its size in tokens until step 4 measures it.
         const std::int64_t pool_tokens = config_.kv.num_blocks * config_.kv.block_tokens;
@@ -188,14 +230,17 @@ class Experiments {
         config_.kv.num_blocks = std::max<std::int64_t>(1, pool_tokens / config_.kv.block_tokens);
         f.finding = fmt::format("cached in blocks of {} tokens (the greatest common divisor of the {} cached counts; "
                                 "repeated: {} of {:.0f}); {}",
-                                block, cached_counts.size(), *again->usage_cached_tokens, counted, timing);
+                                block, partial_counts.size() + 1, repeated, counted, timing);
       } else {
-        config_.kv.prefix_caching = emulate::PrefixCaching::kRadix;
-        f.finding = fmt::format("cached token by token (the {} cached counts have no common block; repeated: {} of "
-                                "{:.0f}): radix; {}",
-                                cached_counts.size(), *again->usage_cached_tokens, counted, timing);
+        if (config_.kv.prefix_caching == emulate::PrefixCaching::kNone) {
+          config_.kv.prefix_caching = emulate::PrefixCaching::kHashedBlocks;
+        }
+        f.finding = fmt::format("cached (repeated: {} of {:.0f}), but {} partly shared prompt(s) found cached do not give "
+                                "its block size: the base preset's ({} tokens, {}); {}",
+                                repeated, counted, partial_counts.size(), config_.kv.block_tokens,
+                                emulate::PrefixCachingName(config_.kv.prefix_caching), timing);
       }
-    } else if (timing_says_cached) {
+    } else if (t_again <= kCachedTtftShare * t_fresh) {
       if (config_.kv.prefix_caching == emulate::PrefixCaching::kNone) {
         config_.kv.prefix_caching = emulate::PrefixCaching::kHashedBlocks;
       }
@@ -208,9 +253,7 @@ class Experiments {
     } else {
       config_.kv.prefix_caching = emulate::PrefixCaching::kNone;
       f.determined = true;
-      f.finding = fmt::format("none: {}{}", timing,
-                              again->usage_cached_tokens ? fmt::format(", {} tokens counted cached", *again->usage_cached_tokens)
-                                                         : "");
+      f.finding = "none: " + timing;
     }
     Keep(std::move(f));
   }
@@ -240,6 +283,12 @@ class Experiments {
     const double arrive_ms = short_ttft + 10 * gap;
     const auto output = static_cast<std::uint32_t>(std::min<double>(
         std::min<double>(4000, double(e_.context_tokens) - kBurstPrompt - 64), std::ceil((arrive_ms + 3 * long_ttft_ms_) / gap) + 16));
+    // The streams last their answer; a slow server's may not fit what is left of the budget.
+    if (arrive_ms + 3 * long_ttft_ms_ + output * gap > Ms(e_.budget_left())) {
+      f.finding = fmt::format("not measured: two streams outlasting a {:.0f} ms prefill do not fit the budget left",
+                              long_ttft_ms_);
+      return Keep(std::move(f));
+    }
     const workload::Trace trace = TraceOf({TraceRequestOf(0, kBurstPrompt, output), TraceRequestOf(0, kBurstPrompt, output),
                                            TraceRequestOf(arrive_ms / 1000, long_prompt_, 1)});
     const CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_);
@@ -248,7 +297,7 @@ class Experiments {
     const auto streaming = std::find_if(load.ok.begin(), load.ok.end(),
                                         [&](const auto& r) { return r.prompt_tokens_planned != long_prompt_; });
     if (long_one == load.ok.end() || streaming == load.ok.end()) {
-      outcome_.notes.push_back(FailureNote(load, 3, "chunked prefill"));
+      Failed(load, 3, "chunked prefill");
       f.finding = "not determined: a request of the experiment failed";
       return Keep(std::move(f));
     }
@@ -279,10 +328,11 @@ class Experiments {
       const std::string seen = fmt::format("a {:.0f}-token prompt stalled the running streams for {:.1f} ms of its {:.1f} ms "
                                            "prefill: one step took it all",
                                            counted, longest, prefill_ms);
-      if (double(long_prompt_) + kContextMargin >= 0.75 * double(e_.context_tokens)) {
+      if (e_.context_known && double(long_prompt_) + kContextMargin >= 0.75 * double(e_.context_tokens)) {
         config_.chunked_prefill = false;
         config_.max_batched_tokens = std::max(config_.max_batched_tokens, config_.max_model_len);
         f.determined = true;
+        chunk_known_ = true;
         f.finding = "no chunking: " + seen + ", and no prompt the context allows is much longer";
       } else {
         config_.max_batched_tokens = std::max<std::int64_t>(config_.max_batched_tokens, long_prompt_);
@@ -307,6 +357,7 @@ class Experiments {
     config_.prefill_chunk_tokens = 0;
     config_.max_batched_tokens = std::max(config_.max_num_seqs, chunk + 2);  // the two streams' decodes share it
     f.determined = true;
+    chunk_known_ = true;
     f.finding = fmt::format("chunked: the {:.0f}-token prompt was prefilled over {} steps (the streams' longest gap "
                             "{:.1f} ms, usual {:.2f} ms): about {} tokens a step",
                             counted, prefill_steps.size(), longest, usual, chunk + 2);
@@ -336,28 +387,47 @@ class Experiments {
       // (with a running stream decoding in every step), or a request still prefilling would look
       // as if it waited for room.
       const double per_prompt_ms = long_ttft_ms_ * double(prompt) / double(long_prompt_);
-      const std::int64_t chunks = (std::int64_t(prompt) + config_.max_batched_tokens - 1) / config_.max_batched_tokens;
+      // An unknown step budget is taken small, so the answers outlast any chunking.
+      const std::int64_t step_tokens = chunk_known_ ? config_.max_batched_tokens : std::min<std::int64_t>(512, config_.max_batched_tokens);
+      const std::int64_t chunks = (std::int64_t(prompt) + step_tokens - 1) / step_tokens;
       const auto answer = [&](std::uint32_t n) { return static_cast<std::uint32_t>(2 * n * chunks + 16); };
       const auto fits = [&](std::uint32_t n) {
         const double ms = n * per_prompt_ms + answer(n) * StepMs(n, prompt + answer(n) / 2.0);
         return std::uint64_t(prompt) + answer(n) + 64 <= e_.context_tokens && ms <= 0.5 * Ms(e_.budget_left());
       };
       auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(config_.max_num_seqs, kMaxKvBurst));
+      if (n < 2) {
+        if (pass == 0) f.finding = fmt::format("not measured: {} sequence(s) at once cannot share the pool", n);
+        break;
+      }
       while (n >= 2 && !fits(n)) --n;
       if (n < 2) {
         if (pass == 0) f.finding = fmt::format("not measured: the budget and context left afford fewer than 2 prompts of {} tokens", prompt);
         break;
       }
+      // Without a measured max_num_seqs, as many as the base preset's may be what stops them.
+      const bool seqs_bound = !seqs_measured_ && n == config_.max_num_seqs;
       log_(fmt::format("KV capacity: {} prompts of {} tokens at once", n, prompt));
       const CalibrationLoad load = RunClosedPoint(e_.target, prompt, answer(n), n, n, ++seed_, stop_);
-      if (load.failed > 0) outcome_.notes.push_back(FailureNote(load, n, "KV capacity"));
+      if (load.failed > 0 || load.ok.empty()) Failed(load, n, "KV capacity");
       if (load.ok.empty()) break;
-      const std::size_t together = RunningTogether(load.ok);
+      const std::optional<std::size_t> ran = RunningTogether(load.ok, answer(n));
+      if (!ran) {
+        f.finding = kAnswersEndedEarly;
+        break;
+      }
+      const std::size_t together = *ran;
       const double tokens = CountedPrompt(load.ok, prompt).tokens + answer(n) / 2.0;
       f.points.push_back({double(prompt), double(answer(n)), double(n), double(load.ok.size()), double(together),
                           double(together) * tokens});
       if (together == load.ok.size()) {
         lower_bound = std::max(lower_bound, double(together) * tokens);
+        break;
+      }
+      if (seqs_bound) {
+        f.finding = fmt::format("not determined: {} of {} ran together, but the engine's max_num_seqs was not measured "
+                                "and may be what held the rest",
+                                together, n);
         break;
       }
       capacity = (double(together) + 0.5) * tokens;
@@ -368,11 +438,19 @@ class Experiments {
       prompt = finer;
     }
     const std::int64_t block = std::max<std::int64_t>(1, config_.kv.block_tokens);
+    if (capacity && lower_bound > *capacity) {
+      // The finer pass held more than the first one's estimate: only the bound stands.
+      capacity.reset();
+    }
     if (capacity) {
       config_.kv.num_blocks = static_cast<std::int64_t>(std::ceil(*capacity / double(block)));
       f.determined = true;
       f.finding = fmt::format("about {:.0f} tokens ({} blocks of {}): fewer prompts ran together than were sent", *capacity,
                               config_.kv.num_blocks, block);
+      if (const std::int64_t smallest = SmallestValidPoolBlocks(config_); config_.kv.num_blocks < smallest) {
+        config_.kv.num_blocks = smallest;
+        f.finding += fmt::format("; raised to {} blocks, the least that holds one max_model_len request", smallest);
+      }
     } else if (lower_bound > 0) {
       const auto at_least = static_cast<std::int64_t>(std::ceil(lower_bound / double(block)));
       config_.kv.num_blocks = std::max(config_.kv.num_blocks, at_least);
@@ -399,21 +477,23 @@ class Experiments {
   LimitsOutcome outcome_;
   std::uint32_t long_prompt_ = 0;  // step 3's long prompt, reused by step 4
   double long_ttft_ms_ = 0;
+  bool seqs_measured_ = false;  // step 1 determined max_num_seqs
+  bool chunk_known_ = false;    // step 3 determined the step's token budget
 };
 
 }  // namespace
 
+std::int64_t SmallestValidPoolBlocks(const emulate::EngineConfig& config) {
+  const std::int64_t block = std::max<std::int64_t>(1, config.kv.block_tokens);
+  const std::int64_t per_request = (config.max_model_len + block - 1) / block;
+  auto blocks = static_cast<std::int64_t>(std::ceil(double(per_request) / (1 - config.kv.watermark)));
+  while (blocks - static_cast<std::int64_t>(std::ceil(config.kv.watermark * double(blocks))) < per_request) ++blocks;
+  return blocks;
+}
+
 LimitsOutcome MeasureLimits(const LimitsExperiment& experiment, emulate::EngineConfig& config,
                             const std::atomic<bool>& stop, const std::function<void(const std::string&)>& log) {
-  const emulate::EngineConfig before = config;
-  LimitsOutcome outcome = Experiments(experiment, config, stop, log).Run();
-  if (Status valid = emulate::ValidateEngineConfig(config); !valid.ok()) {
-    outcome.notes.push_back("the limits found make an invalid preset (" + valid.error().message +
-                            "); the base preset's are kept");
-    config = before;
-    for (LimitFinding& f : outcome.findings) f.determined = false;
-  }
-  return outcome;
+  return Experiments(experiment, config, stop, log).Run();
 }
 
 }  // namespace bakeoff::run

@@ -3,20 +3,24 @@
 // Owns: `bakeoff calibrate`, second part (issue 13 item 1): the scheduler's limits and features
 // seen from the outside, each by a short experiment of its own, in this order (a later one uses
 // what an earlier one found):
-//   1. max_num_seqs: n short requests sent at once, n = 8, 16, ... up to a cap; those whose first
-//      token comes before the first answer ends were running together. The first n where fewer
-//      than n were is the limit; otherwise the limit is at least the cap.
+//   1. max_num_seqs: n short requests sent at once, n = 8, 16, ... and the cap itself; those whose
+//      first token comes before the first answer ends were running together. In the first burst
+//      where fewer ran than were sent, those that ran are the limit; otherwise it is at least the
+//      cap. Only where the answers' lengths are forced (the first to end had its planned length).
 //   2. prefix cache: one prompt sent twice, then prompts sharing its first 6 to 17 blocks of 50
-//      tokens. With the server's cached-token counts: caching by blocks of the counts' greatest
-//      common divisor (at least 4), or token-granular (radix); without them, from TTFT alone
-//      (the repeat at most 60% of the first), the block size left undetermined.
+//      tokens. Where the server counts cached tokens, the counts decide: the repeat under half
+//      cached is no cache; else blocks of the counts' greatest common divisor (4 to 256, from at
+//      least two partly shared prompts), or token-granular (radix) when they share none, or the
+//      block size undetermined. Without counts, from TTFT alone (the repeat at most 60% of the
+//      first), the block size undetermined.
 //   3. chunked prefill: two streams decode while one long prompt (the longest the context allows,
 //      at most 16,384 tokens) arrives. A stream stalled for most of that prompt's prefill (or slowed in
 //      one step only) means one step took it all; otherwise the steps that carried prefill (gaps over twice the stream's
-//      usual one) give the chunk: prompt / steps.
+//      usual one) give the chunk: prompt / steps. "No chunking" needs the server's context.
 //   4. KV capacity: as many prompts of that long length as the step (3) prefill time lets the
 //      remaining budget afford, at most max_num_seqs, sent at once: fewer running together than
-//      sent means the KV pool ran out, at (running + 1/2) prompts' worth of tokens.
+//      sent means the KV pool ran out, at (running + 1/2) prompts' worth of tokens (only when
+//      step 1 measured max_num_seqs, or fewer were sent).
 // Each finding says what it measured, its raw points, and whether it determined the setting; a
 // setting it did not determine stays the base preset's and is named.
 // Does not own: the step costs (run/calibrate.h), the loads (run/calibration_load.h).
@@ -41,6 +45,7 @@ struct LimitsExperiment {
   load::TargetSpec target;  // calibrated, model chosen
   std::uint64_t seed = 1;
   std::uint64_t context_tokens = 8192;  // prompt + output limit (the server's, else a guess)
+  bool context_known = false;           // context_tokens is the server's
   std::uint32_t max_burst = 256;        // step 1's largest n
   std::function<bool()> over_budget;    // true: start no new measurement
   std::function<Nanos()> budget_left;
@@ -57,12 +62,17 @@ struct LimitFinding {
 struct LimitsOutcome {
   std::vector<LimitFinding> findings;
   std::vector<std::string> notes;
+  std::string first_error;  // of the first failed request, when any failed
 };
 
 // Measures and writes what it determined into `config` (a copy of the base preset's engine
-// settings); leaves the rest as they are. A result that would make `config` invalid is not
-// applied and is said in a note.
+// settings); leaves the rest as they are. A finding that would make `config` invalid is not
+// applied, and says so (the others stand). REQUIRES: config is valid.
 LimitsOutcome MeasureLimits(const LimitsExperiment& experiment, emulate::EngineConfig& config,
                             const std::atomic<bool>& stop, const std::function<void(const std::string&)>& log);
+
+// The fewest KV blocks that hold one max_model_len request beside the watermark
+// (emulate::ValidateEngineConfig's rule).
+std::int64_t SmallestValidPoolBlocks(const emulate::EngineConfig& config);
 
 }  // namespace bakeoff::run

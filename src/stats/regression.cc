@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "core/check.h"
+
 namespace bakeoff::stats {
 namespace {
 
@@ -92,6 +94,7 @@ std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows,
 std::optional<NonNegativeFit> FitNonNegative(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
   if (!WellFormed(rows, y)) return std::nullopt;
   const std::size_t k = rows.front().size() + 1;
+  BAKEOFF_CHECK(k <= kMostNonNegativeCoefficients) << "FitNonNegative of " << k << " coefficients";
   std::optional<NonNegativeFit> best;
   double best_ss = 0;
   // Every choice of free coefficients (the rest at 0): the least squares one whose free

@@ -29,6 +29,8 @@ std::optional<LinearFit> FitLinear(const std::vector<std::vector<double>>& rows,
 // The same fit with every coefficient, the intercept too, at least 0 (a cost cannot be negative):
 // exact, by trying each set of coefficients held at 0 (2^k fits, for the handful it is meant
 // for). held_at_zero[j] says coefficient j was held. nullopt as FitLinear's malformed input.
+// REQUIRES: at most kMostNonNegativeCoefficients coefficients (the intercept counted).
+inline constexpr std::size_t kMostNonNegativeCoefficients = 12;
 struct NonNegativeFit {
   LinearFit fit;
   std::vector<bool> held_at_zero;

@@ -93,7 +93,8 @@ const run::LimitFinding* Finding(const run::CalibrationOutcome& outcome, const s
 
 // Calibrates the limits only of an emulator running `truth`, from a base preset of the same costs
 // whose limits are all different.
-Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& truth, std::uint32_t max_burst) {
+Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& truth, std::uint32_t max_burst,
+                                                std::int64_t base_pool_blocks = 100000) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   emulator.engine = truth;
@@ -109,7 +110,7 @@ Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& tru
   config.base.config.max_model_len = 32768;
   config.base.config.max_batched_tokens = 32768;
   config.base.config.chunked_prefill = false;
-  config.base.config.kv = {32, 100000, 0.01, emulate::PrefixCaching::kNone};
+  config.base.config.kv = {32, base_pool_blocks, 0.01, emulate::PrefixCaching::kNone};
   config.costs = false;
   config.max_burst = max_burst;
   config.budget = std::chrono::seconds(60);
@@ -173,8 +174,14 @@ TEST(CalibrateTimingTest, FindsNoPrefixCacheWhereThereIsNone) {
   emulate::EngineConfig truth = FastEngine();
   truth.max_num_seqs = 6;
   truth.kv.prefix_caching = emulate::PrefixCaching::kNone;
-  Result<run::CalibrationOutcome> outcome = CalibrateLimits(truth, 8);
+  // A base pool (1,024 tokens) under the server's context: raised to hold one request of it.
+  Result<run::CalibrationOutcome> outcome = CalibrateLimits(truth, 8, 32);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  EXPECT_EQ(outcome->preset.config.max_model_len, truth.max_model_len);
+  EXPECT_GE(outcome->preset.config.kv.num_blocks * 32, truth.max_model_len);
+  bool raised = false;
+  for (const std::string& note : outcome->notes) raised = raised || note.find("kv.num_blocks raised") != std::string::npos;
+  EXPECT_TRUE(raised);
   EXPECT_EQ(outcome->preset.config.max_num_seqs, 6);
   const run::LimitFinding* prefix = Finding(*outcome, "prefix_caching");
   EXPECT_TRUE(prefix->determined) << prefix->finding;

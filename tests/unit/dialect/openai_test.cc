@@ -322,9 +322,9 @@ TEST(OpenAiStreamTest, LlamaCppWithTimings) {
   EXPECT_EQ(last.token_count, 0u);
 }
 
-// llama.cpp counts no cached tokens in usage: those of the prompt it did not evaluate
-// (timings.prompt_n) it reused from the slot's cache. A count usage gives wins; an odd timings
-// object, or one evaluating more than the prompt, says nothing.
+// Older llama.cpp builds count no cached tokens in usage: timings.cache_n says, or those of the
+// prompt it did not evaluate (timings.prompt_n) it reused from the slot's cache. A count usage
+// gives wins; an odd timings object, or one evaluating more than the prompt, says nothing.
 TEST(OpenAiStreamTest, LlamaCppCachedTokensFromTimings) {
   OpenAiStreamDecoder decoder;
   const auto cached = [&](std::string_view payload) {
@@ -337,6 +337,8 @@ TEST(OpenAiStreamTest, LlamaCppCachedTokensFromTimings) {
   EXPECT_EQ(cached(R"({"timings":{"prompt_n":304},"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":1004}})"), 700u);
   EXPECT_EQ(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4}},"timings":{"prompt_n":10}})"),
             4u);
+  EXPECT_EQ(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":3,"cache_n":6}})"),
+            6u);  // a newer build's own count
   EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":11}})"));
   EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":{"prompt_n":-1}})"));
   EXPECT_FALSE(cached(R"({"choices":[],"usage":{"completion_tokens":1,"prompt_tokens":10},"timings":[1,2]})"));
