@@ -3,7 +3,7 @@
 # Owns how close the calibrated twin comes to a real engine: `bakeoff calibrate` and then
 # `bakeoff calibrate --validate` against the server at BENCH_TWIN_URL (one the user started
 # themselves, on loopback; this script never builds or launches an engine), and the same against
-# `bakeoff emulate` running a known preset, in the same invocation, as the floor of the method's
+# `bakeoff emulate` running known settings, in the same invocation, as the floor of the method's
 # own error. Facts twin.engine.* and twin.emulated.*: what calibration found and, per held-out
 # load, the prediction error of throughput and median TTFT and TPOT. Without BENCH_TWIN_URL the
 # engine's half is a failure (the emulated half still runs).
@@ -19,7 +19,7 @@ section_begin "$section"
 bakeoff=$BAKEOFF_BENCH_BIN/bakeoff
 work=$(mktemp -d)
 trap 'stop_server; rm -rf "$work"' EXIT
-# shellcheck disable=SC2154  # calibrate_args, validate_args and baseline_preset come from the spec
+# shellcheck disable=SC2154  # calibrate_args, validate_args and baseline_server come from the spec
 fact "$section" twin.calibrate "$BAKEOFF_BENCH_BUILD/bakeoff calibrate --url URL --out preset.yaml $calibrate_args"
 fact "$section" twin.validate "$BAKEOFF_BENCH_BUILD/bakeoff calibrate --url URL --validate preset.yaml --out DIR $validate_args"
 
@@ -58,14 +58,14 @@ twin() {
 }
 
 server_log=$work/emulate.log
-# shellcheck disable=SC2086
-"$bakeoff" emulate --port 0 --preset "$baseline_preset" >"$server_log" 2>&1 &
+# shellcheck disable=SC2086  # split on purpose
+"$bakeoff" emulate --port 0 $baseline_server >"$server_log" 2>&1 &
 server_pid=$!
 url=$(wait_for_url "$server_log" "$server_pid")
 if [ -z "$url" ]; then
   failure "$section" "bakeoff emulate did not start ($(tail -n 2 "$server_log" | tr '\n' ' '))"
 else
-  fact "$section" twin.emulated.preset "$baseline_preset"
+  fact "$section" twin.emulated.server "$baseline_server"
   twin emulated "$url" || true
 fi
 stop_server

@@ -70,8 +70,8 @@ std::string FailureNote(const CalibrationLoad& load, std::size_t sent, const std
 }
 
 constexpr const char* kAnswersEndedEarly =
-    "not determined: the first answer ended early (its length is not forced on this server), so its end says "
-    "nothing about which requests ran together";
+    "the first answer ended early (its length is not forced on this server), so its end says nothing about which "
+    "requests ran together";
 
 class Experiments {
  public:
@@ -110,15 +110,19 @@ class Experiments {
   void MaxNumSeqs() {
     LimitFinding f{"max_num_seqs", false, "", "[requests sent at once, answered, running together]", {}};
     std::uint32_t all_ran = 0;
+    std::string stopped_by;  // why the bursts stopped short of a finding
     for (std::uint32_t n = std::min<std::uint32_t>(8, e_.max_burst); n > all_ran && !Skip(f);
          n = std::min(2 * n, e_.max_burst)) {
       log_(fmt::format("max_num_seqs: {} requests at once", n));
       const CalibrationLoad load = RunClosedPoint(e_.target, kBurstPrompt, kBurstOutput, n, n, ++seed_, stop_);
-      if (load.failed > 0 || load.ok.empty()) Failed(load, n, fmt::format("max_num_seqs, {} at once", n));
-      if (load.ok.empty()) break;
+      if (load.failed > 0 || load.ok.empty()) {
+        Failed(load, n, fmt::format("max_num_seqs, {} at once", n));
+        stopped_by = fmt::format("{} of {} sent at once were not answered", n - load.ok.size(), n);
+        break;
+      }
       const std::optional<std::size_t> ran = RunningTogether(load.ok, kBurstOutput);
       if (!ran) {
-        f.finding = kAnswersEndedEarly;
+        stopped_by = kAnswersEndedEarly;
         break;
       }
       const std::size_t together = std::max<std::size_t>(1, *ran);
@@ -135,13 +139,13 @@ class Experiments {
       }
       all_ran = n;
     }
-    if (!f.determined && f.finding.empty() && all_ran > 0) {
+    if (!f.determined && all_ran > 0) {
       config_.max_num_seqs = std::max<std::int64_t>(config_.max_num_seqs, all_ran);
       config_.max_batched_tokens = std::max(config_.max_batched_tokens, config_.max_num_seqs);
-      f.finding = fmt::format("at least {}: all {} sent at once ran together; the preset has {}", all_ran, all_ran,
-                              config_.max_num_seqs);
-    } else if (f.finding.empty()) {
-      f.finding = "not measured: no request was answered";
+      f.finding = fmt::format("at least {}: all {} sent at once ran together; the preset has {}{}", all_ran, all_ran,
+                              config_.max_num_seqs, stopped_by.empty() ? "" : " (then " + stopped_by + ")");
+    } else if (!f.determined && !stopped_by.empty()) {
+      f.finding = "not determined: " + stopped_by;
     }
     Keep(std::move(f));
   }
@@ -413,7 +417,7 @@ class Experiments {
       if (load.ok.empty()) break;
       const std::optional<std::size_t> ran = RunningTogether(load.ok, answer(n));
       if (!ran) {
-        f.finding = kAnswersEndedEarly;
+        f.finding = std::string("not determined: ") + kAnswersEndedEarly;
         break;
       }
       const std::size_t together = *ran;
