@@ -191,7 +191,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
       for (const measure::RequestRecord& r : m.ok) {
         for (std::size_t i = 1; i < r.token_events.size(); ++i) {
           if (r.token_events[i - 1].at < all_started || r.token_events[i].at > first_done) continue;
-          gaps.push_back(Ms(r.token_events[i].at - r.token_events[i - 1].at) /
+          gaps.push_back(ToMillis(r.token_events[i].at - r.token_events[i - 1].at) /
                          std::max<std::uint32_t>(1, r.token_events[i].tokens));
         }
       }

@@ -288,7 +288,7 @@ class Experiments {
     const auto output = static_cast<std::uint32_t>(std::min<double>(
         std::min<double>(4000, double(e_.context_tokens) - kBurstPrompt - 64), std::ceil((arrive_ms + 3 * long_ttft_ms_) / gap) + 16));
     // The streams last their answer; a slow server's may not fit what is left of the budget.
-    if (arrive_ms + 3 * long_ttft_ms_ + output * gap > Ms(e_.budget_left())) {
+    if (arrive_ms + 3 * long_ttft_ms_ + output * gap > ToMillis(e_.budget_left())) {
       f.finding = fmt::format("not measured: two streams outlasting a {:.0f} ms prefill do not fit the budget left",
                               long_ttft_ms_);
       return Keep(std::move(f));
@@ -310,7 +310,7 @@ class Experiments {
     std::vector<double> during;
     const std::vector<measure::TokenEvent>& events = streaming->token_events;
     for (std::size_t i = 1; i < events.size(); ++i) {
-      if (events[i].at > from && events[i - 1].at < to) during.push_back(Ms(events[i].at - events[i - 1].at));
+      if (events[i].at > from && events[i - 1].at < to) during.push_back(ToMillis(events[i].at - events[i - 1].at));
     }
     const double usual = UsualGap(*streaming);
     if (events.empty() || events.back().at <= to || during.empty()) {
@@ -397,7 +397,7 @@ class Experiments {
       const auto answer = [&](std::uint32_t n) { return static_cast<std::uint32_t>(2 * n * chunks + 16); };
       const auto fits = [&](std::uint32_t n) {
         const double ms = n * per_prompt_ms + answer(n) * StepMs(n, prompt + answer(n) / 2.0);
-        return std::uint64_t(prompt) + answer(n) + 64 <= e_.context_tokens && ms <= 0.5 * Ms(e_.budget_left());
+        return std::uint64_t(prompt) + answer(n) + 64 <= e_.context_tokens && ms <= 0.5 * ToMillis(e_.budget_left());
       };
       auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(config_.max_num_seqs, kMaxKvBurst));
       if (n < 2) {
@@ -469,7 +469,7 @@ class Experiments {
   // The median gap between a request's token events.
   static double UsualGap(const measure::RequestRecord& r) {
     std::vector<double> gaps;
-    for (std::size_t i = 1; i < r.token_events.size(); ++i) gaps.push_back(Ms(r.token_events[i].at - r.token_events[i - 1].at));
+    for (std::size_t i = 1; i < r.token_events.size(); ++i) gaps.push_back(ToMillis(r.token_events[i].at - r.token_events[i - 1].at));
     return MedianOf(gaps);
   }
 

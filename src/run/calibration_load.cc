@@ -101,8 +101,6 @@ double MedianOf(std::vector<double> values) {
   return stats::NearestRank(values, 0.5);
 }
 
-double Ms(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
-
-double TtftMs(const measure::RequestRecord& r) { return Ms(*r.first_token - *r.send_start); }
+double TtftMs(const measure::RequestRecord& r) { return ToMillis(*r.first_token - *r.send_start); }
 
 }  // namespace bakeoff::run

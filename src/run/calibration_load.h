@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "load/runner.h"
 #include "measure/record.h"
 #include "workload/trace.h"
@@ -49,7 +50,6 @@ struct PromptCount {
 PromptCount CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned);
 
 double MedianOf(std::vector<double> values);  // 0 for none
-double Ms(Nanos d);
 double TtftMs(const measure::RequestRecord& r);  // REQUIRES: r has send_start and first_token
 
 }  // namespace bakeoff::run
