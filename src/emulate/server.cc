@@ -1,18 +1,12 @@
-// emulate/server.cc: Beast HTTP/1.1 transport for the emulated engine (contract in server.h).
+// emulate/server.cc: the emulated engine's routes, faults and life cycle over net/http_server.h
+// (contract in server.h).
 //
 // Design notes:
-// - One I/O thread owns everything (acceptor, connections, timers, the Scheduler and the
+// - One I/O thread owns everything (listener, connections, timers, the Scheduler and the
 //   metrics), so nothing is locked; EmulatorServer's public methods reach it by posting.
-// - Reads use "wait until readable, then read what is there" (async_wait + non-blocking
-//   read_some into the connection's flat_buffer), so an idle or streaming connection holds no
-//   read buffer at all and a client disconnect is noticed while its stream is open (or while
-//   its request waits in the queue). Requests are parsed with Beast's incremental parser
-//   (put()), which also sees pipelined requests.
-// - Responses are written as raw bytes: a stream is one chunked HTTP/1.1 body (RFC 9112 7.1)
-//   whose chunks each hold every SSE event (WHATWG HTML "Server-sent events") produced for the
-//   connection since its last write: one engine step's tokens in modelled mode, up to
-//   kInstantBatchBytes of events in instant mode. Writes are gathered (header, chunk-size line,
-//   data, CRLF, last-chunk) so event bytes are never copied to frame them.
+// - A stream is one chunked HTTP/1.1 body whose chunks each hold every SSE event (WHATWG HTML
+//   "Server-sent events") produced for the connection since its last write: one engine step's
+//   tokens in modelled mode, up to kInstantBatchBytes of events in instant mode.
 // - Every accepted generation is "open" from acceptance until its last byte is written or its
 //   connection closes; the count of open generations is what a drain waits for.
 #include "emulate/server.h"
@@ -33,16 +27,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <fmt/format.h>
 
 #include "core/rng.h"
@@ -50,6 +38,7 @@
 #include "emulate/native_api.h"
 #include "emulate/pooling_api.h"
 #include "emulate/openai_api.h"
+#include "net/http_server.h"
 
 namespace bakeoff::emulate {
 
@@ -62,42 +51,14 @@ using tcp = asio::ip::tcp;
 
 // Instant mode renders at most this many event bytes before handing them to the socket.
 constexpr std::size_t kInstantBatchBytes = 64 * 1024;
-// Bytes read per read_some call.
-constexpr std::size_t kReadChunkBytes = 4096;
-// While a response is in progress, stop reading once a client has pipelined this much.
-constexpr std::size_t kMaxPipelinedBytes = 64 * 1024;
-// After a response with `connection: close`, how long to wait for the peer's FIN.
-constexpr Nanos kLingerTime = std::chrono::seconds(2);
 // When the step timer fires later than this after the planned step end, the next step starts
 // at the actual time (the server fell behind real time) instead of back to back.
 constexpr Nanos kMaxStepLag = std::chrono::milliseconds(10);
-// Retry delay after accept() fails (e.g. out of file descriptors).
-constexpr Nanos kAcceptRetry = std::chrono::milliseconds(50);
 // After AbortAll, how long the last bytes (error events) may take to be written.
 constexpr Nanos kAbortGrace = std::chrono::seconds(2);
 
 constexpr std::string_view kEmulatedHeader = "X-Bakeoff-Emulated: true\r\n";
 
-// The Date header line every origin server with a clock sends (RFC 9110 6.6.1), in IMF-fixdate;
-// formatted once a second per thread. Shards read the server's clock from it (target/clock_offset.h).
-const std::string& DateHeaderLine() {
-  thread_local std::time_t formatted_second = -1;
-  thread_local std::string line;
-  // The precise clock, as a server's time of day is: time() reads a coarse one that turns its
-  // second up to a tick late.
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  if (now != formatted_second) {
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    line = fmt::format("date: {}, {:02d} {} {:04d} {:02d}:{:02d}:{:02d} GMT\r\n", kDays[utc.tm_wday], utc.tm_mday,
-                       kMonths[utc.tm_mon], utc.tm_year + 1900, utc.tm_hour, utc.tm_min, utc.tm_sec);
-    formatted_second = now;
-  }
-  return line;
-}
 constexpr std::string_view kKeepAliveComment = ": keep-alive\n\n";
 
 constexpr std::array<std::string_view, 4> kStageNames = {"download", "load", "compile", "warmup"};
@@ -108,25 +69,6 @@ std::int64_t UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-const char* Reason(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-  }
 }
 
 ApiError Unavailable(std::string message) {
@@ -145,10 +87,10 @@ class EmulatorServer::Impl {
       : config_(std::move(config)),
         served_{config_.served_model_name, config_.engine.max_model_len, config_.faults.truncate_prompts,
                 config_.lora_adapters},
-        acceptor_(io_),
+        limits_{config_.idle_timeout, config_.request_timeout, config_.max_header_bytes, config_.max_body_bytes},
+        listener_(io_, limits_, [this](tcp::socket socket) { return MakeConnection(std::move(socket)); },
+                  [this](std::size_t open) { stats_connections_.store(open, std::memory_order_relaxed); }),
         step_timer_(io_),
-        sweep_timer_(io_),
-        accept_retry_timer_(io_),
         startup_timer_(io_),
         shutdown_timer_(io_),
         scheduler_(config_.engine),
@@ -163,6 +105,7 @@ class EmulatorServer::Impl {
 
   // --- used by Connection (I/O thread only) ---
   const EmulatorConfig& config() const { return config_; }
+  const net::ServerLimits& limits() const { return limits_; }
   const ServedModel& served() const { return served_; }
   bool Loading() const { return !ready_; }
   bool ShuttingDown() const { return shutting_down_ || stopping_; }
@@ -211,17 +154,15 @@ class EmulatorServer::Impl {
   void GenerationOpened() { ++open_generations_; }
   void GenerationClosed(bool completed);
   std::string RenderMetrics() const;
-  void Unregister(Connection* connection);
   // Hands the shutdown report to WaitShutdown() callers (once). Any thread once the loop is done.
   void PublishShutdownDone();
 
   EmulatorConfig config_;
   ServedModel served_;
   asio::io_context io_{1};
-  tcp::acceptor acceptor_;
+  net::ServerLimits limits_;
+  net::HttpListener listener_;
   asio::steady_timer step_timer_;
-  asio::steady_timer sweep_timer_;
-  asio::steady_timer accept_retry_timer_;
   asio::steady_timer startup_timer_;
   asio::steady_timer shutdown_timer_;
   Scheduler scheduler_;
@@ -250,9 +191,7 @@ class EmulatorServer::Impl {
   ShutdownReport shutdown_report_;  // guarded by shutdown_mutex_ once shutdown_done_
 
  private:
-  void DoAccept();
-  void ArmSweep();
-  void Sweep();
+  std::shared_ptr<net::HttpServerConnection> MakeConnection(tcp::socket socket);
   void RunStartupStage(std::size_t stage, Nanos offset);
   void Log(const std::string& line) const {
     if (config_.log) config_.log(line);
@@ -289,59 +228,27 @@ class EmulatorServer::Impl {
   std::uint64_t instant_prompt_tokens_ = 0;
   std::uint64_t instant_generation_tokens_ = 0;
   std::vector<TokenEvent> step_events_;  // FinishStep()'s events, copied: handlers may Abort()
-  std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
   std::unordered_map<SequenceId, Connection*> streams_;
 };
 
 // One accepted socket; serves its requests one at a time (pipelined ones are queued in buffer_).
-class Connection : public std::enable_shared_from_this<Connection> {
+// One accepted socket (net/http_server.h reads, parses and writes): what each request means, and
+// the generation in progress with its faults, stalls and keep-alive comments.
+class Connection final : public net::HttpServerConnection {
  public:
   Connection(EmulatorServer::Impl& server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)) {}
+      : HttpServerConnection(std::move(socket), server.limits()), server_(server) {}
 
-  void Start() {
-    beast::error_code ec;
-    socket_.non_blocking(true, ec);
-    socket_.set_option(tcp::no_delay(true), ec);
-    EnterReading();
-    DoRead();
-  }
-
-  // Idempotent. Aborts the generation in progress, closes the socket and unregisters. With
-  // `reset`, the close sends a TCP RST instead of a FIN (a crashed process).
-  void Close(bool reset = false) {
-    if (state_ == State::kClosed) return;
-    state_ = State::kClosed;
-    if (sequence_ != 0) {
-      if (server_.config().faults.ignore_disconnect && !server_.ShuttingDown()) {
-        server_.DetachSequence(sequence_);
-      } else {
-        server_.AbortSequence(sequence_);
-      }
-      sequence_ = 0;
-    } else if (instant_generating_) {
-      instant_generating_ = false;
-      server_.InstantEnded(false);
-    }
-    if (generation_open_) CloseGeneration(false);
-    CancelTimers();
-    beast::error_code ec;
-    if (reset) socket_.set_option(asio::socket_base::linger(true, 0), ec);
-    socket_.close(ec);
-    server_.Unregister(this);
-  }
-
-  // Closes the connection when its read deadline has passed.
-  void CheckDeadline(MonoTime now) {
-    if ((state_ == State::kReading || state_ == State::kLingering) && now >= deadline_) Close();
-  }
+  // Writes what the step produced for this connection (called once per step).
+  using HttpServerConnection::Flush;
+  std::shared_ptr<Connection> Self() { return std::static_pointer_cast<Connection>(shared_from_this()); }
 
   bool generation_open() const { return generation_open_; }
 
   // A token of this connection's sequence (modelled mode), produced by the step that ended at
   // `now`. The caller calls Flush() after the whole step has been dispatched.
   void OnToken(const TokenEvent& event, MonoTime now) {
-    if (state_ != State::kResponding || !renderer_ || !generation_open_) return;
+    if (!responding() || !renderer_ || !generation_open_) return;
     RequestMetrics& metrics = server_.metrics();
     if (event.index == 0) {
       cached_tokens_ = event.cached_prompt_tokens;
@@ -378,13 +285,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  void Flush() { StartWrite(); }
-
   // AbortAll: ends the generation in progress with an error and closes after writing it.
   void AbortForShutdown() {
-    if (state_ != State::kResponding || !generation_open_) return;
-    keep_alive_ = false;
-    if (response_queued_ || writing_final_ || held_final_) return;  // already complete
+    if (!responding() || !generation_open_) return;
+    set_keep_alive(false);
+    if (response_ending() || held_final_) return;  // already complete
     aborted_ = true;
     if (sequence_ != 0) {
       server_.AbortSequence(sequence_);
@@ -399,104 +304,59 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     EndStall();
-    renderer_->AppendStreamError(pending_data_, Unavailable("the request was aborted: the server is shutting down"));
-    response_queued_ = true;
-    StartWrite();
+    renderer_->AppendStreamError(data(), Unavailable("the request was aborted: the server is shutting down"));
+    EndResponse();
+    Flush();
+  }
+
+  // The engine went idle (or the health delay passed): answers a waiting /health.
+  void OnIdle() {
+    if (!health_waiting_ || !responding()) return;
+    if (health_timer_) health_timer_->cancel();
+    AnswerHealth();
   }
 
  private:
-  enum class State : std::uint8_t { kReading, kResponding, kLingering, kClosed };
-
-  void EnterReading() {
-    state_ = State::kReading;
-    request_started_ = false;
-    deadline_ = Now() + server_.config().idle_timeout;
+  // Aborts (or, with --fault-ignore-disconnect, detaches) the generation in progress.
+  void OnClose() override {
+    if (sequence_ != 0) {
+      if (server_.config().faults.ignore_disconnect && !server_.ShuttingDown()) {
+        server_.DetachSequence(sequence_);
+      } else {
+        server_.AbortSequence(sequence_);
+      }
+      sequence_ = 0;
+    } else if (instant_generating_) {
+      instant_generating_ = false;
+      server_.InstantEnded(false);
+    }
+    if (generation_open_) CloseGeneration(false);
+    CancelTimers();
   }
 
-  void DoRead() {
-    if (reading_ || state_ == State::kClosed) return;
-    if (state_ == State::kResponding && buffer_.size() >= kMaxPipelinedBytes) return;
-    reading_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this()](beast::error_code ec) { self->OnReadable(ec); });
+  void OnMalformedRequest(int status, const std::string& message) override {
+    SendError(ApiError{status, "BadRequestError", message, ""});
   }
 
-  void OnReadable(beast::error_code ec) {
-    reading_ = false;
-    if (state_ == State::kClosed) return;
-    if (ec) {
-      Close();
-      return;
-    }
-    for (;;) {
-      beast::error_code read_ec;
-      std::size_t n = socket_.read_some(buffer_.prepare(kReadChunkBytes), read_ec);
-      if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) break;
-      if (read_ec) {  // EOF or reset: the client is gone
-        Close();
-        return;
-      }
-      buffer_.commit(n);
-      if (n < kReadChunkBytes) break;
-      if (state_ != State::kReading && buffer_.size() >= kMaxPipelinedBytes) break;
-      if (state_ == State::kReading && parser_ && buffer_.size() >= kReadChunkBytes * 4) {
-        ParseBuffered();  // let the parser take body bytes before reading more
-        if (state_ != State::kReading) break;
-      }
-    }
-    if (state_ == State::kLingering) {
-      buffer_.consume(buffer_.size());
-    } else if (state_ == State::kReading) {
-      ParseBuffered();
-    }
-    DoRead();
+  void OnDataWritten() override {
+    if (instant_generating_ && !stalled_) return PumpInstant();
+    Flush();  // events that arrived while writing (or before a stall began)
   }
 
-  void ParseBuffered() {
-    while (state_ == State::kReading && buffer_.size() > 0) {
-      if (!request_started_) {
-        request_started_ = true;
-        deadline_ = Now() + server_.config().request_timeout;
-      }
-      if (!parser_) {
-        parser_.emplace();
-        parser_->header_limit(static_cast<std::uint32_t>(server_.config().max_header_bytes));
-        parser_->body_limit(server_.config().max_body_bytes);
-        parser_->eager(true);
-      }
-      beast::error_code ec;
-      std::size_t used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == http::error::need_more) break;
-      if (ec) {
-        int status = 400;
-        if (ec == http::error::body_limit) status = 413;
-        if (ec == http::error::header_limit) status = 431;
-        parser_.reset();
-        keep_alive_ = false;
-        state_ = State::kResponding;
-        SendError(ApiError{status, "BadRequestError",
-                           fmt::format("malformed HTTP request: {}", ec.message()), ""});
-        return;
-      }
-      if (parser_->is_done()) {
-        http::request<http::string_body> request = parser_->release();
-        parser_.reset();
-        HandleRequest(request);
-      } else if (used == 0) {
-        break;
-      }
-    }
+  void OnResponseWritten() override {
+    if (generation_open_) CloseGeneration(!aborted_);
+    if (keepalive_timer_) keepalive_timer_->cancel();
+    renderer_.reset();
+    instant_generating_ = false;
+    sequence_ = 0;
+    if (server_.ShuttingDown()) set_keep_alive(false);
   }
 
-  void HandleRequest(http::request<http::string_body>& request) {
+  void OnRequest(Request& request) override {
     server_.CountRequest();
     arrival_ = Now();
     wire_ = Wire::kOpenAi;
-    state_ = State::kResponding;
-    keep_alive_ = request.keep_alive() && !server_.ShuttingDown();
-    chunked_ = request.version() >= 11;
-    if (buffer_.size() == 0) buffer_.shrink_to_fit();  // hold no read memory while streaming
+    if (server_.ShuttingDown()) set_keep_alive(false);
 
     std::string_view target(request.target().data(), request.target().size());
     std::string_view path = target.substr(0, target.find('?'));
@@ -570,24 +430,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // --fault-health-busy-delay-ms: the answer waits for `delay` or for the engine to go idle.
   void DelayHealth(Nanos delay) {
     health_waiting_ = true;
-    server_.WaitForIdle(weak_from_this());
-    if (!health_timer_) health_timer_.emplace(socket_.get_executor());
+    server_.WaitForIdle(Self());
+    if (!health_timer_) health_timer_.emplace(executor());
     health_timer_->expires_after(delay);
-    health_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+    health_timer_->async_wait([self = Self()](beast::error_code ec) {
       if (ec) return;
       self->OnIdle();
     });
   }
 
- public:
-  // The engine went idle (or the health delay passed): answers a waiting /health.
-  void OnIdle() {
-    if (!health_waiting_ || state_ != State::kResponding) return;
-    if (health_timer_) health_timer_->cancel();
-    AnswerHealth();
-  }
-
- private:
   // Draws this request's faults, always in the same order, so a seed fixes which requests fail.
   struct FaultDraws {
     bool error = false;
@@ -717,7 +568,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     OpenGeneration();
     if (stream) {
       AppendStreamHead();  // headers now, as a real server does before the first token
-      StartWrite();
+      Flush();
       ArmKeepAlive();
       if (stream_error_after_ == 0) {
         FailStream();
@@ -740,7 +591,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     progress_.clear();
     cached_tokens_ = 0;
     aborted_ = false;
-    wrote_since_tick_ = false;
+    writes_at_tick_ = data_writes();
     stall_after_.reset();
     stream_error_after_.reset();
   }
@@ -761,7 +612,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Where stream events go: held back while a stall fault is in progress.
-  std::string& Out() { return stalled_ ? held_data_ : pending_data_; }
+  std::string& Out() { return stalled_ ? held_data_ : data(); }
 
   // Renders up to kInstantBatchBytes of events, then writes them.
   void PumpInstant() {
@@ -772,10 +623,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (stream_error_after_) limit = std::min(limit, *stream_error_after_);
     const std::int64_t per_event = server_.config().tokens_per_event;
     const std::int64_t before = emitted_;
-    if (emitted_ == 0 && limit > 0) renderer_->AppendRoleEvent(pending_data_);
-    while (emitted_ < limit && pending_data_.size() < kInstantBatchBytes) {
+    if (emitted_ == 0 && limit > 0) renderer_->AppendRoleEvent(data());
+    while (emitted_ < limit && data().size() < kInstantBatchBytes) {
       emitted_ += std::min(per_event, limit - emitted_);
-      renderer_->AppendProgress(pending_data_, progress_, emitted_, std::nullopt, per_event,
+      renderer_->AppendProgress(data(), progress_, emitted_, std::nullopt, per_event,
                                 /*flush=*/true);
     }
     server_.InstantTokens(emitted_ - before);
@@ -789,11 +640,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
       FailStream();
       return;
     } else if (stall_after_ && emitted_ == *stall_after_) {
-      StartWrite();
+      Flush();
       BeginStall();
       return;
     }
-    StartWrite();
+    Flush();
   }
 
   void EndStream() {
@@ -806,7 +657,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (stalled_) {
       held_final_ = true;
     } else {
-      response_queued_ = true;
+      EndResponse();
     }
   }
 
@@ -828,8 +679,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (stalled_) {
       held_final_ = true;
     } else {
-      response_queued_ = true;
-      StartWrite();
+      EndResponse();
+      Flush();
     }
   }
 
@@ -837,15 +688,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void BeginStall() {
     ++server_.metrics().fault_stalls;
     stall_after_.reset();  // once per stream
-    StartWrite();          // what was produced before the stall still goes out
+    Flush();          // what was produced before the stall still goes out
     stalled_ = true;
-    if (!stall_timer_) stall_timer_.emplace(socket_.get_executor());
+    if (!stall_timer_) stall_timer_.emplace(executor());
     stall_timer_->expires_after(server_.config().faults.stall);
-    stall_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || self->state_ == State::kClosed) return;
+    stall_timer_->async_wait([self = Self()](beast::error_code ec) {
+      if (ec || self->closed()) return;
       self->EndStall();
       if (self->instant_generating_) return self->PumpInstant();
-      self->StartWrite();
+      self->Flush();
     });
   }
 
@@ -853,11 +704,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!stalled_) return;
     stalled_ = false;
     if (stall_timer_) stall_timer_->cancel();
-    pending_data_ += held_data_;
+    data() += held_data_;
     held_data_.clear();
     if (held_final_) {
       held_final_ = false;
-      response_queued_ = true;
+      EndResponse();
     }
   }
 
@@ -865,24 +716,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ArmKeepAlive() {
     const Nanos period = server_.config().keepalive_comments;
     if (period <= Nanos{0}) return;
-    if (!keepalive_timer_) keepalive_timer_.emplace(socket_.get_executor());
+    if (!keepalive_timer_) keepalive_timer_.emplace(executor());
     keepalive_timer_->expires_after(period);
-    keepalive_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+    keepalive_timer_->async_wait([self = Self()](beast::error_code ec) {
       if (ec) return;
       self->OnKeepAliveTick();
     });
   }
 
   void OnKeepAliveTick() {
-    if (state_ != State::kResponding || !generation_open_ || !renderer_ || response_queued_ ||
-        writing_final_ || held_final_) {
-      return;
+    if (!responding() || !generation_open_ || !renderer_ || response_ending() || held_final_) return;
+    if (data_writes() == writes_at_tick_ && !stalled_) {
+      data() += kKeepAliveComment;
+      Flush();
     }
-    if (!wrote_since_tick_ && !stalled_) {
-      pending_data_ += kKeepAliveComment;
-      StartWrite();
-    }
-    wrote_since_tick_ = false;
+    writes_at_tick_ = data_writes();
     ArmKeepAlive();
   }
 
@@ -896,19 +744,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     held_final_ = false;
   }
 
+
   void AppendStreamHead() {
-    fmt::format_to(std::back_inserter(pending_head_), "HTTP/1.1 200 OK\r\ncontent-type: {}\r\n",
-                   StreamContentType(renderer_->spec().wire));
-    pending_head_ += DateHeaderLine();
-    pending_head_ += "cache-control: no-cache\r\n";
-    pending_head_ += kEmulatedHeader;
-    if (chunked_) {
-      pending_head_ += "transfer-encoding: chunked\r\n";
-    } else {
-      keep_alive_ = false;  // HTTP/1.0: the body ends when the connection closes
-    }
-    if (!keep_alive_) pending_head_ += "connection: close\r\n";
-    pending_head_ += "\r\n";
+    std::string headers = "cache-control: no-cache\r\n";
+    headers += kEmulatedHeader;
+    StreamHead(StreamContentType(renderer_->spec().wire), headers);
   }
 
   // `extra_headers`: whole header lines, each ending in CRLF.
@@ -919,101 +759,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A whole response with a content-length; ends the current response.
   void SendBody(int status, std::string_view content_type, std::string_view body,
                 std::string_view extra_headers = {}) {
-    fmt::format_to(std::back_inserter(pending_head_),
-                   "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{}{}{}{}\r\n", status,
-                   Reason(status), content_type, body.size(), DateHeaderLine(), kEmulatedHeader, extra_headers,
-                   keep_alive_ ? "" : "connection: close\r\n");
-    pending_head_ += body;
-    raw_response_ = true;
-    response_queued_ = true;
     renderer_.reset();
-    StartWrite();
-  }
-
-  void StartWrite() {
-    if (writing_ || state_ == State::kClosed) return;
-    if (pending_head_.empty() && pending_data_.empty() && !response_queued_) return;
-    if (!pending_data_.empty()) wrote_since_tick_ = true;
-    std::swap(pending_head_, writing_head_);
-    std::swap(pending_data_, writing_data_);
-    pending_head_.clear();
-    pending_data_.clear();
-    writing_final_ = response_queued_;
-    response_queued_ = false;
-    std::array<asio::const_buffer, 5>& buffers = write_buffers_;
-    std::size_t count = 0;
-    buffers[count++] = asio::buffer(writing_head_);
-    const bool framed = chunked_ && !raw_response_;
-    if (!writing_data_.empty()) {
-      if (framed) {
-        auto end = fmt::format_to_n(chunk_line_.data(), chunk_line_.size(), "{:x}\r\n",
-                                    writing_data_.size());
-        buffers[count++] = asio::buffer(chunk_line_.data(), end.size);
-      }
-      buffers[count++] = asio::buffer(writing_data_);
-      if (framed) buffers[count++] = asio::buffer("\r\n", 2);
-    }
-    if (writing_final_ && framed) buffers[count++] = asio::buffer("0\r\n\r\n", 5);
-    writing_ = true;
-    asio::async_write(socket_, std::span(buffers.data(), count),
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->OnWrite(ec);
-                      });
-  }
-
-  void OnWrite(beast::error_code ec) {
-    writing_ = false;
-    if (state_ == State::kClosed) return;
-    if (ec) {
-      Close();
-      return;
-    }
-    if (writing_final_) return OnResponseWritten();
-    if (instant_generating_ && !stalled_) return PumpInstant();
-    StartWrite();  // events that arrived while writing (or before a stall began)
-  }
-
-  void OnResponseWritten() {
-    writing_final_ = false;
-    if (generation_open_) CloseGeneration(!aborted_);
-    if (keepalive_timer_) keepalive_timer_->cancel();
-    renderer_.reset();
-    raw_response_ = false;
-    instant_generating_ = false;
-    sequence_ = 0;
-    if (writing_data_.capacity() > kInstantBatchBytes * 2) std::string().swap(writing_data_);
-    if (pending_data_.capacity() > kInstantBatchBytes * 2) std::string().swap(pending_data_);
-    if (state_ == State::kClosed) return;  // a shutdown that just completed closed it
-    if (!keep_alive_ || server_.ShuttingDown()) {
-      // Half-close and wait for the peer's FIN so unread request bytes cannot turn our close
-      // into a reset that destroys the response in flight.
-      beast::error_code ignored;
-      socket_.shutdown(tcp::socket::shutdown_send, ignored);
-      state_ = State::kLingering;
-      deadline_ = Now() + kLingerTime;
-      DoRead();
-      return;
-    }
-    EnterReading();
-    ParseBuffered();  // pipelined requests
-    DoRead();
+    SendWhole(status, content_type, body, fmt::format("{}{}", kEmulatedHeader, extra_headers));
   }
 
   EmulatorServer::Impl& server_;
-  tcp::socket socket_;
-  State state_ = State::kReading;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  bool reading_ = false;
-  bool writing_ = false;
-  bool request_started_ = false;
-  MonoTime deadline_;
-  // Response in progress.
+  // The request in progress.
   MonoTime arrival_;                // when the request was parsed
-  bool keep_alive_ = true;
-  bool chunked_ = true;
-  bool raw_response_ = false;       // a content-length response: no chunk framing
-  bool response_queued_ = false;    // the response's last bytes are in pending_*
+  Wire wire_ = Wire::kOpenAi;       // its wire format (its error shapes)
   bool instant_generating_ = false;
   bool generation_open_ = false;    // an accepted generation not yet fully written
   bool aborted_ = false;            // that generation was cut (fault or shutdown)
@@ -1032,42 +785,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<asio::steady_timer> stall_timer_;
   std::optional<asio::steady_timer> keepalive_timer_;
   std::optional<asio::steady_timer> health_timer_;
-  Wire wire_ = Wire::kOpenAi;    // the current request's wire format (its error shapes)
-  bool health_waiting_ = false;  // a /health answer waits for the engine to go idle
-  bool wrote_since_tick_ = false;
-  // Output buffers.
-  std::string pending_head_;  // raw bytes (status line and headers, or a whole response)
-  std::string pending_data_;  // stream body bytes, framed as one chunk when written
-  std::string writing_head_;
-  std::string writing_data_;
-  bool writing_final_ = false;
-  std::array<char, 20> chunk_line_{};
-  std::array<asio::const_buffer, 5> write_buffers_;  // the write in flight references these
+  bool health_waiting_ = false;     // a /health answer waits for the engine to go idle
+  std::uint64_t writes_at_tick_ = 0;  // data_writes() at the last keep-alive tick
 };
 
 Status EmulatorServer::Impl::Listen() {
-  beast::error_code ec;
-  std::string host = config_.host == "localhost" ? "127.0.0.1" : config_.host;
-  auto address = asio::ip::make_address(host, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("host '{}' is not an IP address", config_.host));
-  }
-  tcp::endpoint endpoint(address, config_.port);
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kIo, fmt::format("cannot listen on {}:{}: {}", config_.host,
-                                                 config_.port, ec.message()));
-  }
-  port_ = acceptor_.local_endpoint(ec).port();
   started_at_ = Now();
-  // The first handler the I/O thread runs, so no request is served before the stage state is set.
+  // Posted before the listener accepts, so no request is served before the stage state is set.
   asio::post(io_, [this] { RunStartupStage(0, Nanos{0}); });
-  DoAccept();
-  ArmSweep();
+  Status listening = listener_.Listen(config_.host, config_.port);
+  if (!listening.ok()) return listening;
+  port_ = listener_.port();
   return Ok{};
 }
 
@@ -1096,52 +824,15 @@ void EmulatorServer::Impl::RunStartupStage(std::size_t stage, Nanos offset) {
   });
 }
 
-void EmulatorServer::Impl::DoAccept() {
-  acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
-    if (stopping_ || shutting_down_) return;
-    if (ec) {
-      // Out of descriptors or a transient error: back off instead of spinning.
-      accept_retry_timer_.expires_after(kAcceptRetry);
-      accept_retry_timer_.async_wait([this](beast::error_code wait_ec) {
-        if (!wait_ec && !stopping_ && !shutting_down_) DoAccept();
-      });
-      return;
-    }
-    auto connection = std::make_shared<Connection>(*this, std::move(socket));
-    connections_.emplace(connection.get(), connection);
-    stats_connections_.store(connections_.size(), std::memory_order_relaxed);
-    connection->Start();
-    DoAccept();
-  });
+std::shared_ptr<net::HttpServerConnection> EmulatorServer::Impl::MakeConnection(tcp::socket socket) {
+  return std::make_shared<Connection>(*this, std::move(socket));
 }
 
-void EmulatorServer::Impl::ArmSweep() {
-  Nanos period = std::min<Nanos>({std::chrono::seconds(1), config_.request_timeout / 4,
-                                  config_.idle_timeout / 4});
-  period = std::max<Nanos>(period, std::chrono::milliseconds(5));
-  sweep_timer_.expires_after(period);
-  sweep_timer_.async_wait([this](beast::error_code ec) {
-    if (ec || stopping_) return;
-    Sweep();
-    ArmSweep();
-  });
-}
-
+// Every open connection (the listener makes only Connections).
 std::vector<std::shared_ptr<Connection>> EmulatorServer::Impl::AllConnections() const {
   std::vector<std::shared_ptr<Connection>> all;
-  all.reserve(connections_.size());
-  for (const auto& [raw, connection] : connections_) all.push_back(connection);
+  for (auto& connection : listener_.Connections()) all.push_back(std::static_pointer_cast<Connection>(connection));
   return all;
-}
-
-void EmulatorServer::Impl::Sweep() {
-  const MonoTime now = Now();
-  for (auto& connection : AllConnections()) connection->CheckDeadline(now);
-}
-
-void EmulatorServer::Impl::Unregister(Connection* connection) {
-  connections_.erase(connection);
-  stats_connections_.store(connections_.size(), std::memory_order_relaxed);
 }
 
 bool EmulatorServer::Impl::CountGenerationRequestAndMaybeCrash() {
@@ -1279,7 +970,7 @@ void EmulatorServer::Impl::OnStepDone() {
     }
     if (connection == nullptr) continue;  // its client went away (--fault-ignore-disconnect)
     connection->OnToken(event, now);
-    touched.push_back(connection->shared_from_this());
+    touched.push_back(connection->Self());
   }
   // One write per connection for the whole step.
   for (auto& connection : touched) connection->Flush();
@@ -1298,9 +989,7 @@ void EmulatorServer::Impl::PublishQueueStats() {
 // Common to BeginDrain and AbortAll: no new connections, no new work.
 void EmulatorServer::Impl::BeginShutdown() {
   shutting_down_ = true;
-  beast::error_code ec;
-  acceptor_.close(ec);
-  accept_retry_timer_.cancel();
+  listener_.StopAccepting();
 }
 
 void EmulatorServer::Impl::BeginDrainOnIoThread(Nanos timeout) {
@@ -1354,11 +1043,8 @@ void EmulatorServer::Impl::PublishShutdownDone() {
 void EmulatorServer::Impl::StopOnIoThread() {
   if (stopping_) return;
   stopping_ = true;
-  beast::error_code ec;
-  acceptor_.close(ec);
+  listener_.Stop();
   step_timer_.cancel();
-  sweep_timer_.cancel();
-  accept_retry_timer_.cancel();
   startup_timer_.cancel();
   shutdown_timer_.cancel();
   for (auto& connection : AllConnections()) connection->Close();
@@ -1371,11 +1057,8 @@ void EmulatorServer::Impl::StopOnIoThread() {
 void EmulatorServer::Impl::StopHard() {
   stats_crashed_.store(true, std::memory_order_relaxed);
   stopping_ = true;
-  beast::error_code ec;
-  acceptor_.close(ec);
+  listener_.Stop();
   step_timer_.cancel();
-  sweep_timer_.cancel();
-  accept_retry_timer_.cancel();
   startup_timer_.cancel();
   shutdown_timer_.cancel();
   for (auto& connection : AllConnections()) connection->Close(/*reset=*/true);

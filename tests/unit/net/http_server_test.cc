@@ -1,0 +1,180 @@
+// Tests for net/http_server.h: the listener and server connection on their own, with a small
+// subclass that answers whole, streamed and delayed responses, driven by a blocking socket client
+// written independently of net/ (tests/unit/emulate/test_http_client.h).
+#include "net/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+
+#include "unit/emulate/test_http_client.h"
+
+namespace bakeoff::net {
+namespace {
+
+using emulate::testing::FormatRequest;
+using emulate::testing::HttpResponse;
+using emulate::testing::TestConnection;
+
+// GET /whole: "hello"; GET /stream: three chunks then the end; GET /later: "late" after 50 ms;
+// anything else 404. Counts the closes it saw.
+class TestConnectionHandler final : public HttpServerConnection {
+ public:
+  TestConnectionHandler(boost::asio::ip::tcp::socket socket, const ServerLimits& limits, std::atomic<int>& closes)
+      : HttpServerConnection(std::move(socket), limits), closes_(closes), timer_(executor()) {}
+
+ private:
+  void OnRequest(Request& request) override {
+    const std::string target(request.target());
+    if (target == "/whole") return SendWhole(200, "text/plain", "hello", "x-test: 1\r\n");
+    if (target == "/stream") {
+      StreamHead("text/event-stream");
+      data() += "one ";
+      Flush();
+      chunks_left_ = 2;
+      return;
+    }
+    if (target == "/later") {
+      timer_.expires_after(std::chrono::milliseconds(50));
+      timer_.async_wait([self = shared_from_this(), this](boost::system::error_code ec) {
+        if (!ec && !closed()) SendWhole(200, "text/plain", "late");
+      });
+      return;
+    }
+    SendWhole(404, "text/plain", "no");
+  }
+  void OnDataWritten() override {
+    if (chunks_left_ == 0) return;
+    data() += --chunks_left_ == 0 ? "three" : "two ";
+    if (chunks_left_ == 0) EndResponse();
+    Flush();
+  }
+  void OnMalformedRequest(int status, const std::string& message) override {
+    SendWhole(status, "text/plain", message);
+  }
+  void OnClose() override { closes_.fetch_add(1); }
+
+  std::atomic<int>& closes_;
+  boost::asio::steady_timer timer_;
+  int chunks_left_ = 0;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer() {
+    listener_.emplace(io_, limits_, [this](boost::asio::ip::tcp::socket socket) {
+      return std::make_shared<TestConnectionHandler>(std::move(socket), limits_, closes_);
+    }, [this](std::size_t open) { open_.store(open); });
+    Status listening = listener_->Listen("127.0.0.1", 0);
+    ASSERT_TRUE(listening.ok()) << listening.error().message;
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (!thread_.joinable()) return;
+    boost::asio::post(io_, [this] {
+      listener_->Stop();
+      for (auto& connection : listener_->Connections()) connection->Close();
+    });
+    thread_.join();
+  }
+  std::uint16_t port() const { return listener_->port(); }
+
+  ServerLimits limits_;
+  boost::asio::io_context io_{1};
+  std::optional<HttpListener> listener_;
+  std::thread thread_;
+  std::atomic<int> closes_{0};
+  std::atomic<std::size_t> open_{0};
+};
+
+TEST_F(HttpServerTest, WholeResponsesCarryLengthDateAndExtraHeadersOnOneKeptConnection) {
+  StartServer();
+  TestConnection client(port());
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.Send(FormatRequest("GET", "/whole", {}, /*keep_alive=*/true)));
+  HttpResponse first = client.ReadResponse();
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, "hello");
+  EXPECT_EQ(first.headers["content-length"], "5");
+  EXPECT_EQ(first.headers["x-test"], "1");
+  EXPECT_NE(first.headers["date"].find(" GMT"), std::string::npos);
+  EXPECT_EQ(first.headers.count("connection"), 0u);
+  ASSERT_TRUE(client.Send(FormatRequest("GET", "/nothing", {}, /*keep_alive=*/true)));
+  EXPECT_EQ(client.ReadResponse().status, 404);
+  EXPECT_EQ(open_.load(), 1u);
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrderEvenWhenTheFirstIsLate) {
+  StartServer();
+  TestConnection client(port());
+  ASSERT_TRUE(client.Send(FormatRequest("GET", "/later", {}, true) + FormatRequest("GET", "/whole", {}, false)));
+  HttpResponse first = client.ReadResponse();
+  HttpResponse second = client.ReadResponse();
+  EXPECT_EQ(first.body, "late");
+  EXPECT_EQ(second.body, "hello");
+  EXPECT_EQ(second.headers["connection"], "close");
+  EXPECT_TRUE(client.WaitForClose());
+}
+
+TEST_F(HttpServerTest, AStreamIsChunkedForHttp11AndCloseDelimitedForHttp10) {
+  StartServer();
+  TestConnection chunked(port());
+  ASSERT_TRUE(chunked.Send(FormatRequest("GET", "/stream", {}, true)));
+  HttpResponse streamed = chunked.ReadResponse();
+  EXPECT_EQ(streamed.headers["transfer-encoding"], "chunked");
+  EXPECT_EQ(streamed.body, "one two three");
+  EXPECT_NE(streamed.raw.find("4\r\none \r\n"), std::string::npos) << streamed.raw;
+  EXPECT_TRUE(streamed.raw.ends_with("0\r\n\r\n"));
+
+  TestConnection old(port());
+  ASSERT_TRUE(old.Send("GET /stream HTTP/1.0\r\nhost: x\r\n\r\n"));
+  bool closed = false;
+  const std::string raw = old.ReadToEnd(&closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(raw.find("transfer-encoding"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("connection: close"), std::string::npos);
+  EXPECT_TRUE(raw.ends_with("\r\n\r\none two three")) << raw;
+}
+
+TEST_F(HttpServerTest, AMalformedRequestGetsTheSubclassAnswerAndTheConnectionCloses) {
+  limits_.max_header_bytes = 256;
+  StartServer();
+  TestConnection garbage(port());
+  ASSERT_TRUE(garbage.Send("NOT HTTP AT ALL\r\n\r\n"));
+  HttpResponse bad = garbage.ReadResponse();
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("malformed HTTP request"), std::string::npos);
+  EXPECT_EQ(bad.headers["connection"], "close");
+  EXPECT_TRUE(garbage.WaitForClose());
+
+  TestConnection big(port());
+  ASSERT_TRUE(big.Send("GET /whole HTTP/1.1\r\nx-pad: " + std::string(1000, 'a') + "\r\n\r\n"));
+  EXPECT_EQ(big.ReadResponse().status, 431);
+}
+
+TEST_F(HttpServerTest, IdleAndSlowConnectionsAreClosedByTheSweep) {
+  limits_.idle_timeout = std::chrono::milliseconds(40);
+  limits_.request_timeout = std::chrono::milliseconds(40);
+  StartServer();
+  TestConnection idle(port(), /*recv_timeout_ms=*/3000);
+  TestConnection slow(port(), 3000);
+  ASSERT_TRUE(slow.Send("GET /whole HTTP/1.1\r\nhost:"));  // never finishes its headers
+  EXPECT_TRUE(idle.WaitForClose());
+  EXPECT_TRUE(slow.WaitForClose());
+  EXPECT_TRUE(emulate::testing::WaitFor([&] { return open_.load() == 0 && closes_.load() == 2; }));
+}
+
+TEST_F(HttpServerTest, ListenRefusesAHostThatIsNotAnAddress) {
+  HttpListener listener(io_, limits_, [](boost::asio::ip::tcp::socket) -> std::shared_ptr<HttpServerConnection> {
+    return nullptr;
+  });
+  Status status = listener.Listen("not-an-address", 0);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("'not-an-address' is not an IP address"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bakeoff::net
