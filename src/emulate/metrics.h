@@ -52,7 +52,7 @@ class PrometheusHistogram {
 std::span<const double> TtftBucketsSeconds();            // 0.001 .. 2560, 22 bounds
 std::span<const double> InterTokenBucketsSeconds();      // 0.01 .. 80, 19 bounds
 std::span<const double> RequestLatencyBucketsSeconds();  // 0.3 .. 7680, 21 bounds (e2e, queue)
-// bakeoff's, for the step lag: 50 us .. 1 s, 14 bounds.
+// bakeoff's, for the step lag and the step wake lag: 50 us .. 1 s, 14 bounds.
 std::span<const double> StepLagBucketsSeconds();
 
 // Figures the server observes per request. Latencies are measured on the server's monotonic
@@ -63,6 +63,7 @@ struct RequestMetrics {
   PrometheusHistogram e2e{RequestLatencyBucketsSeconds()};         // arrival -> last token
   PrometheusHistogram queue_time{RequestLatencyBucketsSeconds()};  // arrival -> scheduled
   PrometheusHistogram step_lag{StepLagBucketsSeconds()};  // planned step end -> tokens handed out
+  PrometheusHistogram step_wake_lag{StepLagBucketsSeconds()};  // planned step end -> step timer ran
   std::uint64_t finished_stop = 0;
   std::uint64_t finished_length = 0;
   std::uint64_t finished_abort = 0;  // client disconnects, shutdown aborts, stream-error faults

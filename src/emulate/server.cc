@@ -949,6 +949,7 @@ void EmulatorServer::Impl::BeginStep(MonoTime start) {
 }
 
 void EmulatorServer::Impl::OnStepDone() {
+  metrics_.step_wake_lag.Observe(ToSeconds(Now() - step_end_));
   std::span<const TokenEvent> finished = scheduler_.FinishStep();
   step_events_.assign(finished.begin(), finished.end());
   stats_steps_.fetch_add(1, std::memory_order_relaxed);

@@ -135,6 +135,7 @@ TEST(PrometheusMetricsTest, EveryLineIsWellFormed) {
     requests.e2e.Observe(v);
     requests.queue_time.Observe(v);
     requests.step_lag.Observe(v);
+    requests.step_wake_lag.Observe(v);
   }
   const std::string text = RenderPrometheusMetrics("m", EngineCounters{}, requests);
   ASSERT_FALSE(text.empty());
@@ -159,7 +160,7 @@ TEST(PrometheusMetricsTest, EveryLineIsWellFormed) {
       last_bucket[family] = value;
     }
   }
-  EXPECT_EQ(last_bucket.size(), 5u);
+  EXPECT_EQ(last_bucket.size(), 6u);
   for (const auto& [family, count] : last_bucket) EXPECT_EQ(count, 5.0) << family;
 }
 
