@@ -333,7 +333,10 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
       break;
     case SchedulingPolicy::kLongestPrefixMatch:
       decode_running();
-      if (plan.preempted == 0 && m.waiting.size() > 1 && m.waiting.size() <= kLpmMaxQueue) {
+      // Ranked only when this step can admit one: a saturated engine's queue is not re-ranked
+      // every step for nothing (the ranking depends only on the cache, never on the old order).
+      if (plan.preempted == 0 && m.waiting.size() > 1 && m.waiting.size() <= kLpmMaxQueue && budget > 0 &&
+          static_cast<std::int64_t>(m.running.size()) < config_.max_num_seqs) {
         SortWaitingByPrefixMatch();
       }
       admit(continue_prefills(kAny), false);
