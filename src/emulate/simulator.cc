@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -157,6 +158,21 @@ Status ValidateSimConfig(const SimConfig& config) {
 }
 
 struct Simulator::Impl {
+  // A request's client deadlines (SimRequest) and its last progress (arrival, then each token).
+  struct ClientLimits {
+    std::optional<Nanos> give_up_at;
+    std::optional<Nanos> max_silence;
+    Nanos last_progress{0};
+    std::optional<Nanos> Deadline() const {
+      std::optional<Nanos> at = give_up_at;
+      if (max_silence && (!at || last_progress + *max_silence < *at)) at = last_progress + *max_silence;
+      return at;
+    }
+  };
+  // A deadline to look at: (instant, order set, replica, sequence). Stale entries (the request
+  // finished, or a token moved its silence deadline) are skipped or pushed again when they come up.
+  using ClientDeadline = std::tuple<Nanos, std::uint64_t, std::size_t, SequenceId>;
+
   struct Replica {
     std::unique_ptr<Scheduler> scheduler;
     bool busy = false;
@@ -164,6 +180,7 @@ struct Simulator::Impl {
     // tokens each added to waiting_prefill until its first token.
     std::vector<std::unique_ptr<SimResult>> by_sequence;
     std::vector<std::int64_t> prefill_by_sequence;
+    std::vector<ClientLimits> limits_by_sequence;
     std::uint64_t routed = 0;
     std::uint64_t refused = 0;
   };
@@ -194,6 +211,8 @@ struct Simulator::Impl {
   Nanos now{0};
   // Busy replicas by the instant their step ends (earliest first, then lowest index).
   std::priority_queue<StepEnd, std::vector<StepEnd>, std::greater<>> step_ends;
+  std::priority_queue<ClientDeadline, std::vector<ClientDeadline>, std::greater<>> client_deadlines;
+  std::uint64_t next_deadline_order = 0;
   LeastLoaded least_loaded;  // outstanding (waiting + running) requests per replica
   // Prompt tokens routed to each replica whose request has no first token yet (less what the
   // cache held when routed, for kv-aware).
@@ -315,6 +334,57 @@ struct Simulator::Impl {
     }
     replica.by_sequence[index] = std::move(result);
     replica.prefill_by_sequence[index] = prefill;
+    if (request.give_up_at || request.max_silence) {
+      if (replica.limits_by_sequence.size() <= index) replica.limits_by_sequence.resize(index + 1);
+      ClientLimits& limits = replica.limits_by_sequence[index];
+      limits = ClientLimits{request.give_up_at, request.max_silence, now};
+      client_deadlines.emplace(*limits.Deadline(), next_deadline_order++, r, id.value());
+    }
+  }
+
+  // Takes request `id` out of replica `r`'s engine as it stands now (its client gave up on it).
+  SimResult TakeOut(std::size_t r, std::size_t id) {
+    Replica& replica = replicas[r];
+    std::unique_ptr<SimResult>& slot = replica.by_sequence[id];
+    replica.scheduler->Abort(static_cast<SequenceId>(id));
+    least_loaded.Add(r, -1);
+    if (!slot->first_token) waiting_prefill.Add(r, -replica.prefill_by_sequence[id]);
+    Touch(r);  // an idle replica may now have room to begin a step
+    slot->finished = now;
+    SimResult out = std::move(*slot);
+    slot.reset();
+    return out;
+  }
+
+  // The earliest client deadline of a request still in an engine (those of finished requests are
+  // dropped here, so they never hold the clock back from ending).
+  std::optional<Nanos> NextClientDeadline() {
+    while (!client_deadlines.empty()) {
+      const auto& [at, order, r, sequence] = client_deadlines.top();
+      if (replicas[r].by_sequence[static_cast<std::size_t>(sequence)]) return at;
+      client_deadlines.pop();
+    }
+    return std::nullopt;
+  }
+
+  // The requests whose client deadline is now, given up in the order their deadlines were set.
+  void GiveUpDue(const std::function<void(SimResult&&)>& on_result) {
+    while (!client_deadlines.empty() && std::get<0>(client_deadlines.top()) == now) {
+      const auto [at, order, r, sequence] = client_deadlines.top();
+      client_deadlines.pop();
+      const auto id = static_cast<std::size_t>(sequence);
+      if (!replicas[r].by_sequence[id]) continue;  // finished or cut before its deadline
+      const ClientLimits& limits = replicas[r].limits_by_sequence[id];
+      const Nanos deadline = *limits.Deadline();
+      if (deadline > now) {  // a token came since: the silence deadline moved
+        client_deadlines.emplace(deadline, order, r, sequence);
+        continue;
+      }
+      const bool silent = !limits.give_up_at || deadline < *limits.give_up_at;
+      SimResult result = TakeOut(r, id);
+      result.gave_up = silent ? GaveUp::kSilence : GaveUp::kAtDeadline;
+      on_result(std::move(result));
+    }
   }
 
   void CompleteStep(std::size_t r, const std::function<void(SimResult&&)>& on_result) {
@@ -332,6 +402,9 @@ struct Simulator::Impl {
       }
       if (config.keep_token_times) result.token_times.push_back(now);
       result.output_tokens = event.index + 1;
+      if (static_cast<std::size_t>(event.id) < replica.limits_by_sequence.size()) {
+        replica.limits_by_sequence[static_cast<std::size_t>(event.id)].last_progress = now;
+      }
       if (event.finish) {
         result.finish = *event.finish;
         result.finished = now;
@@ -412,15 +485,9 @@ std::vector<SimResult> Simulator::CutInFlight() {
   for (std::size_t r = 0; r < m.replicas.size(); ++r) {
     Impl::Replica& replica = m.replicas[r];
     for (std::size_t id = 0; id < replica.by_sequence.size(); ++id) {
-      std::unique_ptr<SimResult>& slot = replica.by_sequence[id];
-      if (!slot) continue;
-      replica.scheduler->Abort(static_cast<SequenceId>(id));
-      m.least_loaded.Add(r, -1);
-      if (!slot->first_token) m.waiting_prefill.Add(r, -replica.prefill_by_sequence[id]);
-      slot->finished = m.now;
-      slot->cut = true;
-      cut.push_back(std::move(*slot));
-      slot.reset();
+      if (!replica.by_sequence[id]) continue;
+      cut.push_back(m.TakeOut(r, id));
+      cut.back().cut = true;
     }
   }
   return cut;
@@ -433,6 +500,9 @@ void Simulator::Run(const ArrivalSource& source, const std::function<void(SimRes
   for (;;) {
     std::optional<Nanos> next = m.NextArrivalTime(source);
     if (!m.step_ends.empty() && (!next || m.step_ends.top().first < *next)) next = m.step_ends.top().first;
+    if (const std::optional<Nanos> deadline = m.NextClientDeadline(); deadline && (!next || *deadline < *next)) {
+      next = deadline;
+    }
     if (!next) return;
     if (until) {
       if (const std::optional<Nanos> deadline = until(); deadline && *next > *deadline) return;
@@ -445,6 +515,7 @@ void Simulator::Run(const ArrivalSource& source, const std::function<void(SimRes
       m.step_ends.pop();
     }
     for (std::size_t r : ending) m.CompleteStep(r, on_result);
+    m.GiveUpDue(on_result);
     // 2. Arrivals due now, in submission order (results above may have added some).
     while (std::optional<SimRequest> request = m.TakeDueArrival(source)) {
       m.Arrive(std::move(*request), on_result);

@@ -9,7 +9,9 @@
 //
 // Event order (docs/emulator.md, "Simulator"): at one instant, first every replica whose step ends
 // then completes it (replicas in index order; a step's tokens in the scheduler's order, and the
-// results of requests it finished are delivered in that order); then arrivals due at that instant,
+// results of requests it finished are delivered in that order); then the requests whose client
+// deadline is that instant are given up (a token at the deadline instant still counts), in the
+// order their deadlines were set; then arrivals due at that instant,
 // in the order they were submitted; then every idle replica with work begins its next step, in
 // index order. Nothing depends on wall time, hashing of pointers or thread timing, so the same
 // submissions give byte-identical results.
@@ -75,7 +77,16 @@ struct SimRequest {
   std::uint64_t id = 0;  // the caller's; echoed in the result
   Nanos arrival{0};
   SequenceRequest request;
+  // The client's deadlines, as bench's HTTP client keeps them (net/http_client.h Deadlines): it
+  // gives up at `give_up_at`, or once `max_silence` has passed since the arrival or the last
+  // token without a next one; the engine then aborts the request, as a server does when its
+  // client goes away. Unset: never.
+  std::optional<Nanos> give_up_at;
+  std::optional<Nanos> max_silence;
 };
+
+// Why a request ended without finishing (SimResult::gave_up).
+enum class GaveUp : std::uint8_t { kNo, kAtDeadline, kSilence };
 
 struct SimResult {
   std::uint64_t id = 0;
@@ -92,6 +103,7 @@ struct SimResult {
   int http_status = 200;  // 400 over the context limit, 503 queue full
   std::string error;      // empty when 200
   bool cut = false;       // taken out unfinished by CutInFlight
+  GaveUp gave_up = GaveUp::kNo;  // the client gave up on it at `finished` (SimRequest's deadlines)
 };
 
 struct ReplicaCounters {

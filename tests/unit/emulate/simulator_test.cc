@@ -273,6 +273,77 @@ TEST(SimulatorTest, ResultsMaySubmitFollowUps) {
   EXPECT_EQ(counters[0].engine.generation_tokens, 300u);
 }
 
+// One sequence at a time, so a second request waits for the whole first one.
+SimConfig OneAtATime() {
+  SimConfig config;
+  config.engine.max_num_seqs = 1;
+  return config;
+}
+
+TEST(SimulatorTest, AClientThatHearsNothingForItsSilenceGivesUpAndFreesTheSlot) {
+  const SingleRequestTiming lone = ExpectedSingleRequest(SimConfig{}.engine, 100, 200);
+  Simulator simulator(OneAtATime());
+  SimRequest first = Request(0, Nanos{0}, 100, 200, 1);
+  SimRequest impatient = Request(1, Nanos{0}, 100, 200, 7);
+  impatient.max_silence = lone.e2e / 4;  // gives up long before the first request ends
+  SimRequest third = Request(2, Nanos{0}, 100, 200, 9);
+  auto results = RunAll(simulator, {std::move(first), std::move(impatient), std::move(third)});
+  ASSERT_EQ(results.size(), 3u);
+  std::map<std::uint64_t, const SimResult*> by_id;
+  for (const SimResult& r : results) by_id[r.id] = &r;
+  const SimResult& gave_up = *by_id[1];
+  EXPECT_EQ(gave_up.gave_up, GaveUp::kSilence);
+  EXPECT_FALSE(gave_up.cut);
+  EXPECT_EQ(gave_up.finished, lone.e2e / 4);
+  EXPECT_FALSE(gave_up.first_token);
+  EXPECT_EQ(gave_up.output_tokens, 0);
+  // The third request no longer waits behind it: it starts right after the first.
+  EXPECT_EQ(by_id[0]->gave_up, GaveUp::kNo);
+  EXPECT_EQ(by_id[2]->gave_up, GaveUp::kNo);
+  ASSERT_TRUE(by_id[2]->admitted);
+  EXPECT_EQ(*by_id[2]->admitted, by_id[0]->finished);
+  EXPECT_EQ(by_id[2]->output_tokens, 200);
+}
+
+TEST(SimulatorTest, TokensMoveTheSilenceDeadlineAndTheGiveUpInstantCutsAStreamMidway) {
+  const SingleRequestTiming lone = ExpectedSingleRequest(SimConfig{}.engine, 100, 200);
+  // Silent for at most the first token's wait plus a little: tokens keep coming faster than that.
+  SimRequest steady = Request(0, Nanos{0}, 100, 200, 1);
+  steady.max_silence = lone.ttft + milliseconds(1);
+  {
+    Simulator simulator(SimConfig{});
+    auto results = RunAll(simulator, {std::move(steady)});
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].gave_up, GaveUp::kNo);
+    EXPECT_EQ(results[0].output_tokens, 200);
+  }
+  SimRequest cut = Request(0, Nanos{0}, 100, 200, 1);
+  cut.give_up_at = lone.e2e / 2;
+  cut.max_silence = lone.e2e;  // later than the give-up instant: the instant decides
+  Simulator simulator(SimConfig{});
+  auto results = RunAll(simulator, {std::move(cut)});
+  ASSERT_EQ(results.size(), 1u);
+  const SimResult& r = results[0];
+  EXPECT_EQ(r.gave_up, GaveUp::kAtDeadline);
+  EXPECT_EQ(r.finished, lone.e2e / 2);
+  EXPECT_GT(r.output_tokens, 0);
+  EXPECT_LT(r.output_tokens, 200);
+  EXPECT_EQ(r.token_times.size(), static_cast<std::size_t>(r.output_tokens));
+  EXPECT_LE(r.token_times.back(), r.finished);
+}
+
+TEST(SimulatorTest, DeadlinesOfFinishedRequestsDoNotHoldTheClockBack) {
+  const SingleRequestTiming lone = ExpectedSingleRequest(SimConfig{}.engine, 100, 20);
+  SimRequest request = Request(0, Nanos{0}, 100, 20, 1);
+  request.give_up_at = std::chrono::hours(1);
+  request.max_silence = std::chrono::minutes(1);
+  Simulator simulator(SimConfig{});
+  auto results = RunAll(simulator, {std::move(request)});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].gave_up, GaveUp::kNo);
+  EXPECT_EQ(simulator.now(), lone.e2e);
+}
+
 TEST(SimulatorTest, ValidatesItsConfig) {
   SimConfig config;
   config.replicas = 0;
