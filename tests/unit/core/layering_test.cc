@@ -38,9 +38,11 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
              "run", "study", "deploy", "report", "cli"}},
 };
 
-// Files allowed to include Boost (Asio/Beast): they are the only slow translation units.
-const std::set<std::string> kBoostFiles = {"net/event_loop.cc", "net/http_client.cc",
-                                           "emulate/server.cc"};
+// Files allowed to include Boost (Asio/Beast): they are the only slow translation units. The one
+// header among them (the server side of HTTP, which a subclass extends) may be included only by
+// files of this list, so Boost still reaches no other translation unit.
+const std::set<std::string> kBoostFiles = {"net/event_loop.cc", "net/http_client.cc", "net/http_server.h",
+                                           "net/http_server.cc", "emulate/server.cc"};
 // Layers without JSON documents (nlohmann): the hot path and the foundations.
 const std::set<std::string> kNoJsonDocuments = {"core", "stats", "net", "measure", "load"};
 
@@ -48,6 +50,7 @@ TEST(LayeringTest, IncludesRespectTheLayers) {
   const fs::path src = fs::path(BAKEOFF_SOURCE_DIR) / "src";
   ASSERT_TRUE(fs::exists(src)) << src;
   const std::regex project_include(R"re(^\s*#\s*include\s+"([a-z_]+)/[^"]+")re");
+  const std::regex included_path(R"re(^\s*#\s*include\s+"([a-z_]+/[^"]+)")re");
   const std::regex boost_include(R"re(^\s*#\s*include\s+<boost/)re");
   const std::regex json_include(R"re(^\s*#\s*include\s+<nlohmann/)re");
   int files = 0;
@@ -66,6 +69,11 @@ TEST(LayeringTest, IncludesRespectTheLayers) {
       if (std::regex_search(line, match, project_include)) {
         EXPECT_TRUE(kAllowed.at(layer).count(match[1].str()))
             << relative << ":" << line_number << ": " << layer << " may not include " << line;
+        if (std::regex_search(line, match, included_path) && kBoostFiles.count(match[1].str())) {
+          EXPECT_TRUE(kBoostFiles.count(relative))
+              << relative << ":" << line_number << ": " << match[1].str()
+              << " carries Boost; only the slow translation units may include it";
+        }
       }
       if (std::regex_search(line, boost_include)) {
         EXPECT_TRUE(kBoostFiles.count(relative))
