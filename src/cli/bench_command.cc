@@ -113,18 +113,14 @@ Result<run::BenchConfig> BuildConfig(const BenchFlags& f) {
   }
   target.client.verify_tls = !f.insecure;
   target.client.ca_file = f.ca_file;
-  struct DurationFlag { const char* name; const std::string* text; Nanos* into; };
-  for (const DurationFlag& d : {DurationFlag{"--connect-timeout", &f.connect_timeout, &target.client.deadlines.connect},
-                                DurationFlag{"--first-byte-timeout", &f.first_byte_timeout, &target.client.deadlines.first_byte},
-                                DurationFlag{"--idle-timeout", &f.idle_timeout, &target.client.deadlines.idle},
-                                DurationFlag{"--request-timeout", &f.request_timeout, &target.client.deadlines.total},
-                                DurationFlag{"--drain-timeout", &f.drain_timeout, &config.run.drain_timeout},
-                                DurationFlag{"--give-up-after", &f.give_up_after, &config.run.give_up_after}}) {
-    Result<Nanos> parsed = ParseDuration(d.name, *d.text);
-    if (!parsed.ok()) return usage(parsed.error().message);
-    if (parsed.value() <= Nanos(0)) return usage(std::string(d.name) + ": must be positive");
-    *d.into = parsed.value();
-  }
+  Status durations = ParsePositiveDurations(
+      {DurationFlag{"--connect-timeout", &f.connect_timeout, &target.client.deadlines.connect},
+       DurationFlag{"--first-byte-timeout", &f.first_byte_timeout, &target.client.deadlines.first_byte},
+       DurationFlag{"--idle-timeout", &f.idle_timeout, &target.client.deadlines.idle},
+       DurationFlag{"--request-timeout", &f.request_timeout, &target.client.deadlines.total},
+       DurationFlag{"--drain-timeout", &f.drain_timeout, &config.run.drain_timeout},
+       DurationFlag{"--give-up-after", &f.give_up_after, &config.run.give_up_after}});
+  if (!durations.ok()) return durations.error();
   if (f.workers == 0 || f.workers > 256) return usage("--workers: must be between 1 and 256");
   config.run.workers = f.workers;
   config.run.seed = f.load.seed;

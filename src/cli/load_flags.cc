@@ -160,6 +160,16 @@ Result<Nanos> ParseDuration(const std::string& flag, std::string text) {
   return FromSeconds(value * scale);
 }
 
+Status ParsePositiveDurations(std::initializer_list<DurationFlag> flags) {
+  for (const DurationFlag& d : flags) {
+    Result<Nanos> parsed = ParseDuration(d.name, *d.text);
+    if (!parsed.ok()) return MakeError(ErrorCode::kInvalidInput, parsed.error().message);
+    if (parsed.value() <= Nanos(0)) return MakeError(ErrorCode::kInvalidInput, std::string(d.name) + ": must be positive");
+    *d.into = parsed.value();
+  }
+  return Ok{};
+}
+
 Result<LoadSetup> BuildLoad(const LoadFlags& f, const std::string& command) {
   LoadSetup setup;
   auto usage = [](std::string message) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,16 @@ Result<LoadSetup> BuildLoad(const LoadFlags& flags, const std::string& command);
 
 // Parses "250ms", "30s", "5min", "1h" or a bare number of seconds.
 Result<Nanos> ParseDuration(const std::string& flag, std::string text);
+
+// A duration flag (a deadline, a timeout): its name, its text, and where its value goes.
+struct DurationFlag {
+  const char* name;
+  const std::string* text;
+  Nanos* into;
+};
+// Parses each flag into its place, every one a positive duration; kInvalidInput naming the first
+// flag that is not.
+Status ParsePositiveDurations(std::initializer_list<DurationFlag> flags);
 
 // "5%" or "5": a percentage (0 to 1000), as a fraction.
 Result<double> ParsePercent(const std::string& flag, std::string text);

@@ -22,6 +22,14 @@ void AddEngineModelOptions(CLI::App& c, EngineModelFlags& flags) {
   c.add_option("--drain-timeout", flags.drain_timeout,
                "As bench: requests still running this long after the last send are given up (recorded cancelled)")
       ->capture_default_str();
+  c.add_option("--idle-timeout", flags.idle_timeout,
+               "As bench: a stream with no token this long (queued, or between tokens) is given up (timeout)")
+      ->capture_default_str();
+  c.add_option("--first-byte-timeout", flags.first_byte_timeout,
+               "As bench: a whole (--no-stream) answer not there this long after the send is given up")
+      ->capture_default_str();
+  c.add_option("--request-timeout", flags.request_timeout, "As bench: the longest whole request")
+      ->capture_default_str();
 }
 
 Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const EngineModelFlags& engine,
@@ -61,15 +69,22 @@ Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const Eng
   config.sim.affinity_tokens = engine.affinity_tokens;
   if (engine.max_waiting < 0) return usage("--max-waiting: must be 0 (no limit) or more");
   config.sim.max_waiting = engine.max_waiting;
-  Result<Nanos> drain = ParseDuration("--drain-timeout", engine.drain_timeout);
-  if (!drain.ok()) return drain.error();
-  config.run.drain_timeout = drain.value();
+  net::Deadlines& deadlines = config.run.target.client.deadlines;
+  Status durations =
+      ParsePositiveDurations({DurationFlag{"--drain-timeout", &engine.drain_timeout, &config.run.drain_timeout},
+                              DurationFlag{"--idle-timeout", &engine.idle_timeout, &deadlines.idle},
+                              DurationFlag{"--first-byte-timeout", &engine.first_byte_timeout, &deadlines.first_byte},
+                              DurationFlag{"--request-timeout", &engine.request_timeout, &deadlines.total}});
+  if (!durations.ok()) return durations.error();
 
   config.flags = LoadFlagsJson(load, setup.value());
   config.flags.update({{"preset", engine.preset},
                        {"affinity_tokens", engine.affinity_tokens},
                        {"max_waiting", engine.max_waiting},
                        {"drain_timeout", engine.drain_timeout},
+                       {"idle_timeout", engine.idle_timeout},
+                       {"first_byte_timeout", engine.first_byte_timeout},
+                       {"request_timeout", engine.request_timeout},
                        {"engine", emulate::RenderEnginePreset(preset.value())}});
   return config;
 }

@@ -20,6 +20,11 @@ struct EngineModelFlags {
   std::int64_t affinity_tokens = 256;
   std::int64_t max_waiting = 0;
   std::string drain_timeout = "60s";  // bench's client deadline after the last send, simulated
+  // bench's per-request client deadlines, simulated: a stream silent this long, a whole answer
+  // not there this long after the send, any request this long.
+  std::string idle_timeout = "60s";
+  std::string first_byte_timeout = "120s";
+  std::string request_timeout = "30min";
 };
 
 void AddEngineModelOptions(CLI::App& command, EngineModelFlags& flags);

@@ -1,12 +1,14 @@
 // load/runner.h
 //
-// Owns: running a load against one target: one or more steps (a rate or concurrency sweep), each
-// open-loop, closed-loop or a trace replay (arrivals honoured, a session's next turn sent after
-// the previous answer plus its think time, with the real answer in its history), on several worker threads with one event loop each. Every finished
-// request is handed to a RecordSink at once (so raw records reach disk as they happen) and then
-// to its worker's measure::StepRecorder, which keeps only what the step's figures need (so memory
-// stays flat however long the step); the workers' recorders are merged when the step ends.
-// Does not own: the schedule's arithmetic (load/plan.h), one exchange's decoding
+// Owns: running a load against one target over HTTP: one or more steps (a rate or concurrency
+// sweep), on several worker threads with one event loop each, each worker the transport of its
+// share of the step as its load::Dispatcher (load/dispatcher.h) decides it: open-loop, closed-loop
+// or a trace replay. Every finished request is handed to a RecordSink at once (so raw records
+// reach disk as they happen) and then to its worker's measure::StepRecorder, which keeps only what
+// the step's figures need (so memory stays flat however long the step); the workers' recorders are
+// merged when the step ends. A step is given up when nothing succeeds for long, and closed-loop
+// slots back off after connection failures.
+// Does not own: what is sent when (load/dispatcher.h, load/plan.h), one exchange's decoding
 // (load/exchange.h), or any aggregate figure (analyze/).
 //
 // Thread-safety: RunLoad blocks the calling thread; the RecordSink is called from worker threads

@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "emulate/tokenizer.h"
+#include "load/dispatcher.h"
 #include "load/plan.h"
-#include "load/request_builder.h"
 #include "target/prompt_calibration.h"
 
 namespace bakeoff::run {
@@ -43,34 +43,52 @@ struct Pending {
   std::uint32_t prompt_tokens_planned = 0;
   std::uint32_t max_tokens = 0;
   std::uint64_t output_seed = 0;
-  load::History conversation;  // sessions: the turns so far, this request's user turn last
+  bool continues_session = false;
 };
 
+// The token instants a streamed answer delivered before it ended or was cut.
+void AddTokenInstants(const emulate::SimResult& r, measure::RequestRecord& record) {
+  if (!r.first_token) return;
+  record.first_chunk = record.first_token = record.first_answer_token = At(*r.first_token);
+  record.token_events.reserve(r.token_times.size());
+  for (Nanos t : r.token_times) record.token_events.push_back({At(t), 1, false, true});
+  record.counted_tokens = r.token_times.size();
+  if (!r.token_times.empty()) record.last_token = At(r.token_times.back());
+}
+
 measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pending, std::uint32_t step,
-                                Nanos drain_timeout) {
+                                const load::RunSpec& run) {
   measure::RequestRecord record;
   record.id = r.id;
   record.step = step;
   record.phase = pending.phase;
   record.intended_send = At(r.arrival);
   record.send_start = record.connected = record.request_written = At(r.arrival);
-  record.headers_received = At(r.arrival);
+  // A stream's headers come at once; a whole response's with its body, so never when it timed out.
+  if (pending.stream || r.gave_up == emulate::GaveUp::kNo) record.headers_received = At(r.arrival);
   record.prompt_tokens_planned = pending.prompt_tokens_planned;
   record.max_tokens = pending.max_tokens;
   record.http_status = r.http_status;
   record.finished = At(r.finished);
-  if (r.cut) {
-    // As bench's client shut down at its drain deadline: what arrived is kept, the request cancelled.
-    record.outcome = measure::Outcome::kCancelled;
-    record.error = fmt::format("request {}: cancelled: still running {} s after the last send (the drain "
-                               "timeout, where bench's client gives up)",
-                               r.id, ToSeconds(drain_timeout));
-    if (pending.stream && r.first_token) {
-      record.first_chunk = record.first_token = record.first_answer_token = At(*r.first_token);
-      for (Nanos t : r.token_times) record.token_events.push_back({At(t), 1, false, true});
-      record.counted_tokens = r.token_times.size();
-      if (!r.token_times.empty()) record.last_token = At(r.token_times.back());
+  if (r.cut || r.gave_up != emulate::GaveUp::kNo) {
+    // As bench's client gives up: what arrived is kept, and the request ends cancelled (at the
+    // drain deadline) or timed out (at one of its own deadlines).
+    const net::Deadlines& deadlines = run.target.client.deadlines;
+    if (r.cut) {
+      record.outcome = measure::Outcome::kCancelled;
+      record.error = fmt::format("request {}: cancelled: still running {} s after the last send (the drain "
+                                 "timeout, where bench's client gives up)",
+                                 r.id, ToSeconds(run.drain_timeout));
+    } else {
+      record.outcome = measure::Outcome::kTimeout;
+      record.error = r.gave_up == emulate::GaveUp::kSilence
+                         ? fmt::format("request {}: timed out: no response bytes for the idle deadline of {} ms",
+                                       r.id, ToMillis(deadlines.idle))
+                         : fmt::format("request {}: timed out: no complete answer within {} ms of the send", r.id,
+                                       ToMillis(pending.stream ? deadlines.total
+                                                               : std::min(deadlines.total, deadlines.first_byte)));
     }
+    if (pending.stream) AddTokenInstants(r, record);
     return record;
   }
   if (r.http_status != 200) {
@@ -80,12 +98,7 @@ measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pend
   }
   record.outcome = measure::Outcome::kOk;
   if (pending.stream) {
-    if (r.first_token) {
-      record.first_chunk = record.first_token = record.first_answer_token = At(*r.first_token);
-    }
-    record.token_events.reserve(r.token_times.size());
-    for (Nanos t : r.token_times) record.token_events.push_back({At(t), 1, false, true});
-    record.counted_tokens = r.token_times.size();
+    AddTokenInstants(r, record);
   } else {
     // A whole response: every instant is the end of its body, as load/exchange.cc records it.
     record.first_token = record.first_answer_token = At(r.finished);
@@ -98,55 +111,68 @@ measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pend
   return record;
 }
 
-class StepSimulation {
+// The simulator's virtual clock, as the dispatcher reads time (t0 is its zero).
+class SimulatorClock final : public Clock {
+ public:
+  explicit SimulatorClock(const emulate::Simulator& simulator) : simulator_(simulator) {}
+  MonoTime Now() const override { return At(simulator_.now()); }
+  WallTime WallNow() const override { return WallTime(simulator_.now()); }
+
+ private:
+  const emulate::Simulator& simulator_;
+};
+
+// One step on the virtual clock: the load::Dispatcher decides what is sent when, as it does for
+// bench, and this is its transport: each request goes to the simulator at its instant, with the
+// client's deadlines, and its result comes back as the record bench would have written.
+class StepSimulation final : public load::Sender {
  public:
   StepSimulation(const SimulateConfig& config, std::uint32_t index, const load::PromptText& prompts,
                  load::RecordSink* sink, const std::atomic<bool>& stop)
-      : config_(config), spec_(config.run.steps[index]), index_(index), prompts_(prompts),
-        sink_(sink), stop_(stop), simulator_(config.sim) {}
+      : config_(config), spec_(config.run.steps[index]), index_(index), sink_(sink), stop_(stop),
+        simulator_(config.sim), clock_(simulator_), trace_plan_(PlanTrace(spec_)),
+        dispatcher_(config.run, index, prompts, spec_.mode == load::LoopMode::kTrace ? &trace_plan_ : nullptr,
+                    dispatch_state_, 0, 1, MonoTime{}, clock_, *this) {}
 
   load::StepResult Run() {
     load::StepResult result;
     result.recorder = measure::StepRecorder(config_.slo.RequestThresholds());
     result.spec = spec_;
     result.t0 = MonoTime{};
-    std::vector<load::PlannedSend> schedule;
-    if (spec_.mode == load::LoopMode::kOpen) {
-      schedule = load::BuildOpenLoopSchedule(spec_.open, spec_.limits,
-                                             load::ArrivalSeed(config_.run.seed, index_));
-    } else if (spec_.mode == load::LoopMode::kTrace) {
-      trace_plan_ = load::BuildTracePlan(*spec_.trace, spec_.time_scale, spec_.limits);
-      schedule = trace_plan_.schedule;
-    } else {
-      for (std::uint32_t i = 0; i < spec_.concurrency; ++i) SubmitClosedLoop();
-    }
-    result.planned = schedule.size();
+    result.planned = dispatcher_.PlannedSends();
     stride_ = sink_ == nullptr ? 0 : Stride(spec_.mode == load::LoopMode::kClosed ? spec_.limits.requests.value_or(0) : result.planned);
-    std::size_t next = 0;
+    dispatcher_.Start();
     auto source = [&]() -> std::optional<emulate::SimRequest> {
-      if (next == schedule.size()) schedule_done_ = true;
-      if (next == schedule.size() || stop_.load(std::memory_order_relaxed)) return std::nullopt;
-      const load::PlannedSend& planned = schedule[next];
-      const std::uint64_t id = spec_.mode == load::LoopMode::kTrace ? planned.item : next;
-      ++next;
-      const measure::Phase phase = planned.warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure;
-      return Make(id, planned.offset, phase, Build(id, {}));
+      if (stop_.load(std::memory_order_relaxed)) dispatcher_.Stop();
+      if (!dispatcher_.HasScheduled()) {
+        source_exhausted_ = true;
+        return std::nullopt;
+      }
+      return Make(dispatcher_.TakeScheduled());
     };
     // As bench: once nothing is left to send, the requests still running get --drain-timeout, then
     // the client gives up on them (load/runner.cc); the deadline is set once, when first reached.
     auto drain_deadline = [&]() -> std::optional<Nanos> {
-      const bool sending_done = spec_.mode == load::LoopMode::kClosed ? closed_done_ : schedule_done_;
-      if (!drain_from_ && sending_done && simulator_.queued_arrivals() == 0) drain_from_ = simulator_.now();
+      // (The simulator takes a planned arrival before its instant: sending is done once it asked
+      // for one more.)
+      // A stop is no deadline: what is in the engines then finishes (simulate.h).
+      if (!drain_from_ && source_exhausted_ && dispatcher_.SendingDone() && simulator_.queued_arrivals() == 0 &&
+          !stop_.load(std::memory_order_relaxed)) {
+        drain_from_ = simulator_.now();
+      }
       if (!drain_from_) return std::nullopt;
       return *drain_from_ + config_.run.drain_timeout;
     };
     simulator_.Run(source, [&](emulate::SimResult&& r) { OnResult(std::move(r), result); }, drain_deadline);
     for (emulate::SimResult& r : simulator_.CutInFlight()) OnResult(std::move(r), result);
     result.interrupted = stop_.load();
-    result.session_turns_skipped = session_turns_skipped_;
+    result.session_turns_skipped = dispatch_state_.session_turns_skipped.load();
     counters_ = simulator_.counters();
     return result;
   }
+
+  // load::Sender: a closed-loop slot's next request or a session's next turn, at its instant.
+  void Send(load::DispatchOrder order) override { simulator_.Submit(Make(std::move(order))); }
 
   const std::vector<emulate::ReplicaCounters>& counters() const { return counters_; }
   // records.jsonl of this step: every stride-th request (0: none), how many were written.
@@ -154,6 +180,11 @@ class StepSimulation {
   std::uint64_t kept() const { return kept_; }
 
  private:
+  static load::TracePlan PlanTrace(const load::StepSpec& spec) {
+    if (spec.mode != load::LoopMode::kTrace) return {};
+    return load::BuildTracePlan(*spec.trace, spec.time_scale, spec.limits);
+  }
+
   // Which requests of a step of `planned` requests (0: not known ahead, a closed loop by duration)
   // records.jsonl keeps: every stride-th, 0 for none.
   std::uint64_t Stride(std::uint64_t planned) const {
@@ -169,61 +200,40 @@ class StepSimulation {
     return 1;
   }
 
-  dialect::GenerationRequest Build(std::uint64_t id, load::History history) const {
-    if (spec_.mode == load::LoopMode::kTrace) {
-      return load::BuildTraceRequest(config_.run, *spec_.trace, prompts_, index_,
-                                     static_cast<std::size_t>(id), std::move(history));
-    }
-    return load::BuildSyntheticRequest(config_.run, prompts_, index_, id);
-  }
-
-  emulate::SimRequest Make(std::uint64_t id, Nanos at, measure::Phase phase,
-                           dialect::GenerationRequest request) {
+  emulate::SimRequest Make(load::DispatchOrder order) {
+    const dialect::GenerationRequest& request = order.request;
     Pending pending;
-    pending.phase = phase;
+    pending.phase = order.phase;
     pending.stream = request.stream;
     pending.max_tokens = request.max_tokens;
-    pending.prompt_tokens_planned = spec_.mode == load::LoopMode::kTrace
-                                        ? spec_.trace->requests[id].input_tokens
-                                        : config_.run.shape.prompt_tokens;
+    pending.prompt_tokens_planned = order.prompt_tokens_planned;
     pending.output_seed = request.seed.value_or(0);
+    pending.continues_session = order.continues_session;
     emulate::SimRequest sim;
-    sim.id = id;
-    sim.arrival = at;
+    sim.id = order.id;
+    sim.arrival = order.at.time_since_epoch();
     sim.request.prompt = PromptTokenIds(request);
     sim.request.max_tokens = request.max_tokens;
     sim.request.min_tokens = request.min_tokens.value_or(0);
     sim.request.ignore_eos = request.ignore_eos;
     sim.request.output_seed = pending.output_seed;
-    if (spec_.mode == load::LoopMode::kTrace && trace_plan_.next_turn[id] >= 0) {
-      pending.conversation = std::move(request.history);
-      pending.conversation.emplace_back("user", std::move(request.prompt));
+    // bench's client deadlines (net/http_client.h): a stream's headers come at once, then each
+    // read may wait `idle`; a whole response's headers come with its body, within `first_byte`.
+    const net::Deadlines& deadlines = config_.run.target.client.deadlines;
+    if (request.stream) {
+      sim.give_up_at = sim.arrival + deadlines.total;
+      sim.max_silence = deadlines.idle;
+    } else {
+      sim.give_up_at = sim.arrival + std::min(deadlines.total, deadlines.first_byte);
     }
-    pending_.emplace(id, std::move(pending));
+    pending_.emplace(order.id, pending);
     return sim;
-  }
-
-  void SubmitClosedLoop() {
-    if (closed_done_ || stop_.load(std::memory_order_relaxed)) return;
-    const Nanos now = simulator_.now();
-    const load::StepLimits& limits = spec_.limits;
-    const std::uint64_t id = closed_next_id_++;
-    const bool warmup = now < limits.warmup || id < limits.warmup_requests;
-    if (!warmup) {
-      const bool past_window = limits.duration && now >= limits.warmup + *limits.duration;
-      const bool count_reached = limits.requests && closed_measured_++ >= *limits.requests;
-      if (past_window || count_reached) {
-        closed_done_ = true;
-        return;
-      }
-    }
-    simulator_.Submit(Make(id, now, warmup ? measure::Phase::kWarmup : measure::Phase::kMeasure,
-                           Build(id, {})));
   }
 
   void OnResult(emulate::SimResult&& r, load::StepResult& result) {
     auto node = pending_.extract(r.id);
-    measure::RequestRecord record = ToRecord(r, node.mapped(), index_, config_.run.drain_timeout);
+    const Pending& pending = node.mapped();
+    measure::RequestRecord record = ToRecord(r, pending, index_, config_.run);
     if (stride_ > 0 && record.id % stride_ == 0) {
       ++kept_;
       if (config_.keep.mode == RecordsKept::Mode::kNoTokens) {
@@ -234,42 +244,25 @@ class StepSimulation {
         sink_->Write(record, result.t0);
       }
     }
-    if (spec_.mode == load::LoopMode::kClosed) SubmitClosedLoop();
-    if (spec_.mode == load::LoopMode::kTrace) ContinueSession(r, node.mapped());
+    if (stop_.load(std::memory_order_relaxed)) dispatcher_.Stop();
+    dispatcher_.OnFinished(record, pending.continues_session && record.outcome == measure::Outcome::kOk
+                                       ? AnswerText(pending.output_seed, r.output_tokens)
+                                       : std::string());
     result.recorder.Add(record);
-  }
-
-  // As the live runner: the next turn follows the real answer after its think time; a failed
-  // turn ends its session and the turns it would have led to are counted.
-  void ContinueSession(const emulate::SimResult& r, Pending& pending) {
-    const std::int64_t next = trace_plan_.next_turn[r.id];
-    if (next < 0) return;
-    if (r.http_status != 200 || r.cut || stop_.load(std::memory_order_relaxed)) {
-      for (std::int64_t k = next; k >= 0; k = trace_plan_.next_turn[k]) ++session_turns_skipped_;
-      return;
-    }
-    load::History history = std::move(pending.conversation);
-    history.emplace_back("assistant", AnswerText(pending.output_seed, r.output_tokens));
-    const workload::TraceRequest& turn = spec_.trace->requests[static_cast<std::size_t>(next)];
-    const Nanos at = simulator_.now() + FromSeconds(turn.think_time_s.value_or(0) * spec_.time_scale);
-    simulator_.Submit(Make(static_cast<std::uint64_t>(next), at, pending.phase,
-                           Build(static_cast<std::uint64_t>(next), std::move(history))));
   }
 
   const SimulateConfig& config_;
   const load::StepSpec& spec_;
   std::uint32_t index_;
-  const load::PromptText& prompts_;
   load::RecordSink* sink_;  // null: no records kept
   const std::atomic<bool>& stop_;
   emulate::Simulator simulator_;
+  SimulatorClock clock_;
   load::TracePlan trace_plan_;
+  load::StepDispatchState dispatch_state_;
+  load::Dispatcher dispatcher_;
   std::unordered_map<std::uint64_t, Pending> pending_;
-  std::uint64_t closed_next_id_ = 0;
-  std::uint64_t closed_measured_ = 0;
-  bool closed_done_ = false;
-  std::uint64_t session_turns_skipped_ = 0;
-  bool schedule_done_ = false;         // open loop, replay: every planned send was made
+  bool source_exhausted_ = false;      // the simulator asked for a planned arrival and none was left
   std::optional<Nanos> drain_from_;    // when nothing was left to send (the drain timeout's start)
   std::vector<emulate::ReplicaCounters> counters_;
   std::uint64_t stride_ = 1;

@@ -186,6 +186,37 @@ TEST(CliTest, SimulateKeepsAllASampleOrNoRecordsWithTheSameFigures) {
   std::filesystem::remove_all(base);
 }
 
+
+// simulate applies bench's client deadlines: an overloaded engine's queued streams time out at
+// --idle-timeout, as bench's would; a deadline that is no duration is refused naming its flag.
+TEST(CliTest, SimulateGivesUpAtTheClientsDeadlines) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / ("bakeoff_deadline_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(out);
+  // 8 requests 1 ms apart on small-cpu (4 slots, no chunked prefill): request 0's first token
+  // comes at 0.58 s, requests 1-3 are prefilled together by 2.33 s, and 4-7 would wait for a slot
+  // until the first four end at 25 s. With a 5 s idle deadline 0-3 are served and 4-7 time out.
+  const std::vector<std::string> load = {"simulate", "--requests", "8", "--rate", "1000", "--prompt-tokens", "64",
+                                         "--output-tokens", "300", "--ignore-eos", "--preset", "small-cpu"};
+  std::vector<std::string> args = load;
+  for (const char* a : {"--idle-timeout", "5s", "--out"}) args.push_back(a);
+  args.push_back(out.string());
+  const Finished f = RunBakeoff(args);
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+  const nlohmann::json outcomes = summary["steps"][0]["requests"]["outcomes"];
+  EXPECT_EQ(outcomes.value("ok", 0), 4) << outcomes.dump();
+  EXPECT_EQ(outcomes.value("timeout", 0), 4) << outcomes.dump();
+  EXPECT_EQ(summary["config"]["idle_timeout"], "5s");
+
+  args = load;
+  for (const char* a : {"--idle-timeout", "soon", "--out"}) args.push_back(a);
+  args.push_back((out / "bad").string());
+  const Finished bad = RunBakeoff(args);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--idle-timeout"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(out);
+}
+
 }  // namespace
 }  // namespace bakeoff
 

@@ -105,5 +105,25 @@ TEST_F(CapacitySimulatorTest, GivesUpAtTheDrainTimeoutAsBench) {
   EXPECT_EQ(step.ttft_ms.count, 10u) << "TTFT is over ok requests only";
 }
 
+TEST_F(CapacitySimulatorTest, GivesUpAtTheClientsIdleDeadlineAsBench) {
+  // 20 requests of 10 tokens arrive 1 ms apart; each holds the replica 100 ms. Request k's first
+  // token would come at k x 100 + 10 ms, 99 k + 10 ms after it was sent: with a 250 ms idle deadline
+  // (bench's client gives up on a stream silent that long) requests 0-2 are served and 3-19 give
+  // up at their send + 250 ms, the engine dropping them as a server drops a client that left.
+  LoadJob job = Job(1000, 20, {}, dir_ / "idle");
+  job.run.shape.output_tokens = 10;
+  job.run.target.client.deadlines.idle = std::chrono::milliseconds(250);
+  Result<BenchOutcome> r = RunLoadJob(target_, job, stop_, [](const std::string&) {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const analyze::StepAnalysis& step = r->steps.at(0);
+  EXPECT_EQ(step.ok_requests, 3u);
+  EXPECT_EQ(step.outcomes.at("timeout"), 17u);
+  EXPECT_EQ(step.outcomes.count("cancelled"), 0u);
+  ASSERT_FALSE(step.error_examples.empty());
+  EXPECT_NE(step.error_examples[0].find("request 3: timed out: no response bytes for the idle deadline of 250 ms"),
+            std::string::npos)
+      << step.error_examples[0];
+}
+
 }  // namespace
 }  // namespace bakeoff::run
