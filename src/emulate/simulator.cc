@@ -169,6 +169,13 @@ struct Simulator::Impl {
       return at;
     }
   };
+  // A request in an engine: its result so far, the prompt tokens it added to waiting_prefill
+  // until its first token, and its client's deadlines. Freed when the request leaves.
+  struct InFlight {
+    SimResult result;
+    std::int64_t prefill = 0;
+    ClientLimits limits;
+  };
   // A deadline to look at: (instant, order set, replica, sequence). Stale entries (the request
   // finished, or a token moved its silence deadline) are skipped or pushed again when they come up.
   using ClientDeadline = std::tuple<Nanos, std::uint64_t, std::size_t, SequenceId>;
@@ -176,11 +183,8 @@ struct Simulator::Impl {
   struct Replica {
     std::unique_ptr<Scheduler> scheduler;
     bool busy = false;
-    // Requests in the engine, by SequenceId (the scheduler's ids are dense from 1), and the prompt
-    // tokens each added to waiting_prefill until its first token.
-    std::vector<std::unique_ptr<SimResult>> by_sequence;
-    std::vector<std::int64_t> prefill_by_sequence;
-    std::vector<ClientLimits> limits_by_sequence;
+    // Requests in the engine, by SequenceId (the scheduler's ids are dense from 1).
+    std::vector<std::unique_ptr<InFlight>> by_sequence;
     std::uint64_t routed = 0;
     std::uint64_t refused = 0;
   };
@@ -297,28 +301,29 @@ struct Simulator::Impl {
     const std::int64_t prefill = static_cast<std::int64_t>(request.request.prompt.size()) - routed_match;
     ++arrivals;
     Replica& replica = replicas[r];
-    auto result = std::make_unique<SimResult>();
-    result->id = request.id;
-    result->replica = static_cast<std::int64_t>(r);
-    result->arrival = now;
-    result->prompt_tokens = static_cast<std::int64_t>(request.request.prompt.size());
+    auto in_flight = std::make_unique<InFlight>();
+    SimResult& result = in_flight->result;
+    result.id = request.id;
+    result.replica = static_cast<std::int64_t>(r);
+    result.arrival = now;
+    result.prompt_tokens = static_cast<std::int64_t>(request.request.prompt.size());
     if (config.max_waiting > 0 &&
         static_cast<std::int64_t>(replica.scheduler->num_waiting()) >= config.max_waiting) {
       ++replica.refused;
-      result->finished = now;
-      result->http_status = 503;
-      result->error = fmt::format("replica {} has {} requests waiting (max_waiting)", r,
-                                  replica.scheduler->num_waiting());
-      on_result(std::move(*result));
+      result.finished = now;
+      result.http_status = 503;
+      result.error = fmt::format("replica {} has {} requests waiting (max_waiting)", r,
+                                 replica.scheduler->num_waiting());
+      on_result(std::move(result));
       return;
     }
     Result<SequenceId> id = replica.scheduler->Add(std::move(request.request));
     if (!id.ok()) {
       ++replica.refused;
-      result->finished = now;
-      result->http_status = 400;
-      result->error = id.error().message;
-      on_result(std::move(*result));
+      result.finished = now;
+      result.http_status = 400;
+      result.error = id.error().message;
+      on_result(std::move(result));
       return;
     }
     ++replica.routed;
@@ -326,34 +331,27 @@ struct Simulator::Impl {
     waiting_prefill.Add(r, prefill);
     if (config.router == Router::kKvAware) prefix_index.Remember(chains, static_cast<std::int32_t>(r));
     Touch(r);
-    if (config.keep_token_times) result->token_times.reserve(64);
+    if (config.keep_token_times) result.token_times.reserve(64);
     const auto index = static_cast<std::size_t>(id.value());
-    if (replica.by_sequence.size() <= index) {
-      replica.by_sequence.resize(index + 1);
-      replica.prefill_by_sequence.resize(index + 1);
-    }
-    replica.by_sequence[index] = std::move(result);
-    replica.prefill_by_sequence[index] = prefill;
+    if (replica.by_sequence.size() <= index) replica.by_sequence.resize(index + 1);
+    in_flight->prefill = prefill;
     if (request.give_up_at || request.max_silence) {
-      if (replica.limits_by_sequence.size() <= index) replica.limits_by_sequence.resize(index + 1);
-      ClientLimits& limits = replica.limits_by_sequence[index];
-      limits = ClientLimits{request.give_up_at, request.max_silence, now};
-      client_deadlines.emplace(*limits.Deadline(), next_deadline_order++, r, id.value());
+      in_flight->limits = ClientLimits{request.give_up_at, request.max_silence, now};
+      client_deadlines.emplace(*in_flight->limits.Deadline(), next_deadline_order++, r, id.value());
     }
+    replica.by_sequence[index] = std::move(in_flight);
   }
 
   // Takes request `id` out of replica `r`'s engine as it stands now (its client gave up on it).
   SimResult TakeOut(std::size_t r, std::size_t id) {
     Replica& replica = replicas[r];
-    std::unique_ptr<SimResult>& slot = replica.by_sequence[id];
+    std::unique_ptr<InFlight> slot = std::move(replica.by_sequence[id]);
     replica.scheduler->Abort(static_cast<SequenceId>(id));
     least_loaded.Add(r, -1);
-    if (!slot->first_token) waiting_prefill.Add(r, -replica.prefill_by_sequence[id]);
+    if (!slot->result.first_token) waiting_prefill.Add(r, -slot->prefill);
     Touch(r);  // an idle replica may now have room to begin a step
-    slot->finished = now;
-    SimResult out = std::move(*slot);
-    slot.reset();
-    return out;
+    slot->result.finished = now;
+    return std::move(slot->result);
   }
 
   // The earliest client deadline of a request still in an engine (those of finished requests are
@@ -374,7 +372,7 @@ struct Simulator::Impl {
       client_deadlines.pop();
       const auto id = static_cast<std::size_t>(sequence);
       if (!replicas[r].by_sequence[id]) continue;  // finished or cut before its deadline
-      const ClientLimits& limits = replicas[r].limits_by_sequence[id];
+      const ClientLimits& limits = replicas[r].by_sequence[id]->limits;
       const Nanos deadline = *limits.Deadline();
       if (deadline > now) {  // a token came since: the silence deadline moved
         client_deadlines.emplace(deadline, order, r, sequence);
@@ -392,25 +390,23 @@ struct Simulator::Impl {
     replica.busy = false;
     Touch(r);
     for (const TokenEvent& event : replica.scheduler->FinishStep()) {
-      std::unique_ptr<SimResult>& slot = replica.by_sequence[static_cast<std::size_t>(event.id)];
-      SimResult& result = *slot;
+      std::unique_ptr<InFlight>& slot = replica.by_sequence[static_cast<std::size_t>(event.id)];
+      SimResult& result = slot->result;
       if (event.index == 0) {
-        waiting_prefill.Add(r, -replica.prefill_by_sequence[static_cast<std::size_t>(event.id)]);
+        waiting_prefill.Add(r, -slot->prefill);
         result.first_token = now;
         result.admitted = Since(event.admitted);
         result.cached_tokens = event.cached_prompt_tokens;
       }
       if (config.keep_token_times) result.token_times.push_back(now);
       result.output_tokens = event.index + 1;
-      if (static_cast<std::size_t>(event.id) < replica.limits_by_sequence.size()) {
-        replica.limits_by_sequence[static_cast<std::size_t>(event.id)].last_progress = now;
-      }
+      slot->limits.last_progress = now;
       if (event.finish) {
         result.finish = *event.finish;
         result.finished = now;
         least_loaded.Add(r, -1);
-        std::unique_ptr<SimResult> done = std::move(slot);
-        on_result(std::move(*done));
+        std::unique_ptr<InFlight> done = std::move(slot);
+        on_result(std::move(done->result));
       }
     }
   }
