@@ -8,8 +8,17 @@
 
 namespace bakeoff::load {
 
+namespace {
+
+// Part `index` of `count` of `total` things dealt round robin.
+std::uint64_t ShareOf(std::uint64_t total, std::uint64_t index, std::uint64_t count) {
+  return total / count + (index < total % count ? 1 : 0);
+}
+
+}  // namespace
+
 std::uint64_t ShardShare(const RunSpec& run, std::uint64_t total) {
-  return total / run.shard_count + (run.shard_index < total % run.shard_count ? 1 : 0);
+  return ShareOf(total, run.shard_index, run.shard_count);
 }
 
 Dispatcher::Dispatcher(const RunSpec& run, std::uint32_t step_index, const PromptText& prompts,
@@ -33,10 +42,9 @@ Dispatcher::Dispatcher(const RunSpec& run, std::uint32_t step_index, const Promp
 void Dispatcher::Start() {
   if (step_.mode != LoopMode::kClosed) return;
   // This worker's share of the closed-loop concurrency.
-  const std::uint32_t total = step_.concurrency;
-  const std::uint32_t slots = total / workers_ + (worker_ < total % workers_ ? 1 : 0);
+  const std::uint64_t slots = ShareOf(step_.concurrency, worker_, workers_);
   if (slots == 0) closed_done_ = true;  // fewer slots than workers: this one sends nothing
-  for (std::uint32_t s = 0; s < slots; ++s) SendClosedLoop(clock_.Now());
+  for (std::uint64_t s = 0; s < slots; ++s) SendClosedLoop(clock_.Now());
 }
 
 bool Dispatcher::HasScheduled() const { return !stopped_ && cursor_ && !cursor_->done(); }
@@ -97,7 +105,8 @@ void Dispatcher::SendClosedLoop(MonoTime at) {
 void Dispatcher::OnFinished(const measure::RequestRecord& record, std::string_view answer,
                             std::optional<MonoTime> resume_at) {
   if (step_.mode == LoopMode::kClosed) {
-    SendClosedLoop(std::max(resume_at.value_or(clock_.Now()), clock_.Now()));
+    const MonoTime now = clock_.Now();
+    SendClosedLoop(resume_at ? std::max(*resume_at, now) : now);
     return;
   }
   if (step_.mode != LoopMode::kTrace) return;
