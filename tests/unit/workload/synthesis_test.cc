@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
+#include "support/timing.h"
 #include "workload/trace_jsonl.h"
 
 namespace bakeoff::workload {
@@ -656,18 +657,10 @@ Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
   return t;
 }
 
-// Seeds per shape: 2, and 1 under AddressSanitizer (the same sources, half the time).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr std::uint64_t kPropertySeeds = 1;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr std::uint64_t kPropertySeeds = 1;
-#else
-constexpr std::uint64_t kPropertySeeds = 2;
-#endif
-#else
-constexpr std::uint64_t kPropertySeeds = 2;
-#endif
+// Under AddressSanitizer the property test runs one seed of the shapes at the ends of the range
+// (CV 0 and CV 20): the sanitizer checks the code's memory, which the middle shapes walk the same
+// way; the release build checks every shape with two seeds.
+constexpr std::uint64_t kPropertySeeds = testing::kSanitizedBuild ? 1 : 2;
 
 const GeneratedShape kGeneratedShapes[] = {
     {0, 1, false},          {0.5, 1, false},       {1, 1, false},
@@ -683,6 +676,7 @@ const GeneratedShape kGeneratedShapes[] = {
 // (docs/workloads.md, "Beyond the tolerances", says where it does not hold yet).
 TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
   for (const GeneratedShape& g : kGeneratedShapes) {
+    if (testing::kSanitizedBuild && g.cv != 0 && g.cv != 20) continue;
     const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
     // The non-zero gaps' quantiles that synthesis draws the burst state from.
     EXPECT_EQ(src.nonzero_gap_quantiles.size(), kNonzeroGapQuantiles.size()) << g.Name();
