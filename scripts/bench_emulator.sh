@@ -5,6 +5,8 @@
 #        500 prompt and 200 output tokens at 70% of the preset's measured capacity; its baseline in
 #        the same run is only making those requests. Facts sim.*: every field it prints;
 #   (e3) the same on a fleet of replicas (fleet_args: --replicas, --router). Facts fleet.*;
+#   (e4) `bakeoff simulate` through the CLI, as a user runs it (simcli_args), records as its
+#        default keeps them: wall and CPU time, peak memory, what it wrote. Facts cli.*;
 #   (e2) the real-time emulator on one core (taskset), with `bakeoff bench` on the other core:
 #        token events per second, the server's CPU share and its own step lag
 #        (bakeoff_emulate_step_lag_seconds from /metrics), at a realistic preset (e2real) and at
@@ -44,6 +46,38 @@ sim_bench() {
 sim_bench sim "(e1)" "$sim_args"
 # shellcheck disable=SC2154
 sim_bench fleet "(e3) on a fleet," "$fleet_args"
+
+# (e4) ------------------------------------------------------------------------------------------
+# `bakeoff simulate` as a user runs it, records as its default keeps them, timed by /usr/bin/time;
+# checked: every request ok and the run labelled emulated.
+simulate_cli() {
+  local out=$work/e4
+  fact "$section" "cli.command" "$BAKEOFF_BENCH_BUILD/bakeoff simulate $simcli_args --out DIR"
+  log "bakeoff simulate $simcli_args"
+  # shellcheck disable=SC2086  # the scenario's args split on purpose
+  if ! (cd "$root" && /usr/bin/time -f "%e %U %S %M" -o "$work/e4.time" timeout 300 "$bakeoff" simulate $simcli_args \
+    --out "$out" >"$work/e4.log" 2>&1); then
+    failure "$section" "(e4) bakeoff simulate exited non-zero ($(tail -n 3 "$work/e4.log" | tr '\n' ' ' | cut -c1-300))"
+    return
+  fi
+  local wall user sys rss_kb ok planned
+  read -r wall user sys rss_kb <"$work/e4.time"
+  ok=$(jq -r '.steps[0].requests.outcomes.ok // 0' "$out/summary.json")
+  planned=$(grep -o -- '--requests [0-9]*' <<<"$simcli_args" | cut -d' ' -f2)
+  if [ "$ok" != "$planned" ]; then failure "$section" "(e4) $ok of $planned requests ok"; return; fi
+  if [ "$(jq -r '.target.emulated' "$out/summary.json")" != true ]; then
+    failure "$section" "(e4) summary.json does not say emulated"; return
+  fi
+  fact "$section" "cli.requests" "$ok"
+  fact "$section" "cli.wall_s" "$wall"
+  fact "$section" "cli.cpu_s" "$(calc "%.2f" "$user + $sys")"
+  fact "$section" "cli.peak_rss_mib" "$(calc "%.0f" "$rss_kb / 1024")"
+  fact "$section" "cli.disk_mb" "$(calc "%.0f" "$(du -sb "$out" | cut -f1) / 1e6")"
+  fact "$section" "cli.records_mode" "$(jq -r '.records_kept.mode' "$out/summary.json")"
+  fact "$section" "cli.records_kept" "$(jq -r '[.records_kept.steps[].records] | add' "$out/summary.json")"
+  rm -rf "$out"
+}
+simulate_cli
 
 # (e2) ------------------------------------------------------------------------------------------
 # GET /metrics over bash's /dev/tcp (no HTTP client needed); HTTP/1.0, so the server closes.

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace bakeoff::emulate {
 namespace {
@@ -32,6 +35,29 @@ TEST(TokenizerTest, CountMatchesPiecesAndIds) {
   const std::string text = "The quick brown fox\njumps over the extraordinarily lazy dog.";
   EXPECT_EQ(CountTokens(text), TokenPieces(text).size());
   EXPECT_EQ(CountTokens(text), TokenIds(text).size());
+}
+
+// TokenIds hashes in the same pass as it splits: on texts of random runs of every length and
+// every whitespace byte, its ids are those of the pieces, one by one.
+TEST(TokenizerTest, IdsAreThePiecesIdsOnRandomTexts) {
+  const std::string letters = "ab,Z9\xc3\xa9";
+  const std::string spaces = " \t\n\v\f\r";
+  std::uint64_t state = 7;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text;
+    const std::size_t runs = next() % 12;
+    for (std::size_t r = 0; r < runs; ++r) {
+      const std::string& from = r % 2 == 0 ? letters : spaces;
+      for (std::size_t n = next() % 20; n > 0; --n) text.push_back(from[next() % from.size()]);
+    }
+    std::vector<std::uint32_t> expected;
+    for (std::string_view piece : TokenPieces(text)) expected.push_back(PieceId(piece));
+    ASSERT_EQ(TokenIds(text), expected) << '"' << text << '"';
+  }
 }
 
 TEST(TokenizerTest, NWordsJoinedBySpacesAreNTokens) {
