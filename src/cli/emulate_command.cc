@@ -38,6 +38,7 @@ struct EmulateFlags {
   long long max_model_len = 32768;
   double base_ms = 6.0;
   double prefill_ms_per_token = 0.06;
+  double prefill_ms_per_1m_pairs = 0;
   double decode_ms_per_seq = 0.08;
   double kv_ms_per_1k_tokens = 0.04;
   double grammar_ms_per_token = 0.05;
@@ -95,6 +96,7 @@ std::string CheckFlags(const EmulateFlags& f) {
     double value;
   } non_negative[] = {{"--base-ms", f.base_ms},
                       {"--prefill-ms-per-token", f.prefill_ms_per_token},
+                      {"--prefill-ms-per-1m-pairs", f.prefill_ms_per_1m_pairs},
                       {"--decode-ms-per-seq", f.decode_ms_per_seq},
                       {"--kv-ms-per-1k-tokens", f.kv_ms_per_1k_tokens},
                       {"--grammar-ms-per-token", f.grammar_ms_per_token},
@@ -158,6 +160,7 @@ Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
   if (use("--max-model-len")) engine.max_model_len = f.max_model_len;
   if (use("--base-ms")) engine.cost.base_ms = f.base_ms;
   if (use("--prefill-ms-per-token")) engine.cost.prefill_ms_per_token = f.prefill_ms_per_token;
+  if (use("--prefill-ms-per-1m-pairs")) engine.cost.prefill_ms_per_1m_pairs = f.prefill_ms_per_1m_pairs;
   if (use("--decode-ms-per-seq")) engine.cost.decode_ms_per_seq = f.decode_ms_per_seq;
   if (use("--kv-ms-per-1k-tokens")) engine.cost.kv_ms_per_1k_tokens = f.kv_ms_per_1k_tokens;
   if (use("--grammar-ms-per-token")) engine.cost.grammar_ms_per_token = f.grammar_ms_per_token;
@@ -357,6 +360,8 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   engine_option("--base-ms", flags->base_ms, "Step cost: fixed ms per step");
   engine_option("--prefill-ms-per-token", flags->prefill_ms_per_token,
                 "Step cost: ms per prompt token prefilled");
+  engine_option("--prefill-ms-per-1m-pairs", flags->prefill_ms_per_1m_pairs,
+                "Step cost: ms per million query-key pairs of prefill attention (grows with the prompt's square)");
   engine_option("--decode-ms-per-seq", flags->decode_ms_per_seq, "Step cost: ms per decoding sequence");
   engine_option("--kv-ms-per-1k-tokens", flags->kv_ms_per_1k_tokens,
                 "Step cost: ms per 1000 KV-cache tokens attended");

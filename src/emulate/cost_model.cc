@@ -9,6 +9,7 @@ namespace bakeoff::emulate {
 
 double StepMillis(const CostModel& model, const StepWork& work) {
   return model.base_ms + model.prefill_ms_per_token * static_cast<double>(work.prefill_tokens) +
+         model.prefill_ms_per_1m_pairs * (static_cast<double>(work.prefill_pairs) / 1e6) +
          model.decode_ms_per_seq * static_cast<double>(work.decode_seqs) +
          model.kv_ms_per_1k_tokens * (static_cast<double>(work.kv_tokens) / 1000.0) +
          model.grammar_ms_per_token * static_cast<double>(work.constrained_decodes) +
@@ -26,6 +27,7 @@ Status ValidateCostModel(const CostModel& model) {
   };
   const Field fields[] = {{"base_ms", model.base_ms},
                           {"prefill_ms_per_token", model.prefill_ms_per_token},
+                          {"prefill_ms_per_1m_pairs", model.prefill_ms_per_1m_pairs},
                           {"decode_ms_per_seq", model.decode_ms_per_seq},
                           {"kv_ms_per_1k_tokens", model.kv_ms_per_1k_tokens},
                           {"grammar_ms_per_token", model.grammar_ms_per_token},

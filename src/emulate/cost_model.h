@@ -5,13 +5,19 @@
 //
 //   step_ms = base_ms
 //           + prefill_ms_per_token * prefill_tokens      (prompt tokens prefilled in this step)
+//           + prefill_ms_per_1m_pairs * prefill_pairs / 1e6  (query-key token pairs of their attention)
 //           + decode_ms_per_seq    * decode_seqs         (sequences decoding one token)
 //           + kv_ms_per_1k_tokens  * kv_tokens / 1000    (KV-cache tokens attended in this step)
 //           + grammar_ms_per_token * constrained_decodes (decoding sequences under a grammar)
 //           + lora_load_ms         * lora_loads          (LoRA adapters loaded into a slot)
 //
 // where kv_tokens sums, over every sequence in the step, its context length: P for a prefill of a
-// P-token prompt, and P + k for a decode of a sequence that has already produced k tokens.
+// P-token prompt, and P + k for a decode of a sequence that has already produced k tokens; and
+// prefill_pairs sums, over every prefill chunk of c tokens after the sequence's first s tokens
+// (cached or prefilled before), the pairs its causal attention computes: c * s + c * (c + 1) / 2,
+// so P * (P + 1) / 2 for a whole P-token prompt. The pair term is attention that grows with the
+// prompt's square, which shows where attention is not the memory-bound kernel the KV term models
+// (a CPU engine without flash attention); 0 by default.
 // base_ms models reading the weights once per step, the prefill term compute-bound prompt
 // processing, the decode term per-sequence overhead (sampling, small kernels), and the KV term
 // attention's memory reads, the grammar term the token mask a structured-output sequence needs
@@ -35,6 +41,7 @@ namespace bakeoff::emulate {
 struct CostModel {
   double base_ms = 6.0;                // fixed cost of every step
   double prefill_ms_per_token = 0.06;  // per prompt token prefilled in the step
+  double prefill_ms_per_1m_pairs = 0;  // per million query-key pairs of the step's prefill attention
   double decode_ms_per_seq = 0.08;     // per sequence decoding in the step
   double kv_ms_per_1k_tokens = 0.04;   // per 1000 KV-cache tokens attended in the step
   double grammar_ms_per_token = 0.05;  // per decoding sequence under a grammar (structured output)
@@ -48,7 +55,13 @@ struct StepWork {
   std::int64_t kv_tokens = 0;
   std::int64_t constrained_decodes = 0;  // decode_seqs under a grammar
   std::int64_t lora_loads = 0;
+  std::int64_t prefill_pairs = 0;  // query-key pairs of the prefill chunks' attention (above)
 };
+
+// The query-key pairs of a prefill chunk of `chunk` tokens after `before` tokens of its sequence.
+constexpr std::int64_t PrefillPairs(std::int64_t before, std::int64_t chunk) {
+  return chunk * before + chunk * (chunk + 1) / 2;
+}
 
 // The formula above in milliseconds.
 double StepMillis(const CostModel& model, const StepWork& work);

@@ -66,6 +66,8 @@ const KeySpec kKeys[] = {
     {"cost.base_ms", RealRef([](EnginePreset& p) -> double& { return p.config.cost.base_ms; })},
     {"cost.prefill_ms_per_token",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.prefill_ms_per_token; })},
+    {"cost.prefill_ms_per_1m_pairs",
+     RealRef([](EnginePreset& p) -> double& { return p.config.cost.prefill_ms_per_1m_pairs; })},
     {"cost.decode_ms_per_seq",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.decode_ms_per_seq; })},
     {"cost.kv_ms_per_1k_tokens",

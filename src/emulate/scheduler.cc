@@ -90,8 +90,10 @@ SingleRequestTiming ExpectedSingleRequest(const EngineConfig& config, std::int64
         config.chunked_prefill
             ? std::min(prompt_tokens - computed, ChunkLimit(config, config.max_batched_tokens))
             : prompt_tokens;
+    StepWork work{chunk, 0, computed + chunk};
+    work.prefill_pairs = PrefillPairs(computed, chunk);
     computed += chunk;
-    timing.ttft += StepTime(config.cost, StepWork{chunk, 0, computed});
+    timing.ttft += StepTime(config.cost, work);
   }
   Nanos decode_total{0};
   for (std::int64_t k = 1; k < output_tokens; ++k) {
@@ -190,6 +192,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
       if (seq->constrained) plan.work.constrained_decodes += 1;
     } else {
       plan.work.prefill_tokens += tokens;
+      plan.work.prefill_pairs += PrefillPairs(seq->computed, tokens);
       plan.prefill_seqs += 1;
       m.counters.prefill_tokens += static_cast<std::uint64_t>(tokens);
     }
@@ -205,6 +208,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
       if (seq->constrained) plan.work.constrained_decodes -= 1;
     } else {
       plan.work.prefill_tokens -= seq->step_tokens;
+      plan.work.prefill_pairs -= PrefillPairs(seq->computed, seq->step_tokens);
       plan.prefill_seqs -= 1;
       m.counters.prefill_tokens -= static_cast<std::uint64_t>(seq->step_tokens);
     }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
+#include "emulate/cost_model.h"
 #include "run/calibration_load.h"
 #include "stats/regression.h"
 #include "target/discovery.h"
@@ -20,6 +21,13 @@ namespace {
 // The decode experiment's answer length: long enough that most gaps are pure decode steps.
 constexpr std::uint32_t kDecodeOutputTokens = 48;
 constexpr std::uint32_t kPrefillRepeats = 3;
+// The prefill fit takes the pair term (attention growing with the prompt's square) when the
+// F statistic of adding it to the line is above kPairTermMinF, about the 5% point of F(1, n - 3)
+// for the 5 to 9 prompt lengths calibration measures, and the term is at least
+// kPairTermMinShare of the fitted TTFT at the longest prompt: a linear engine's timing jitter can
+// pass the first test by chance, but not with a term that size.
+constexpr double kPairTermMinF = 8;
+constexpr double kPairTermMinShare = 0.05;
 
 // Least squares with every cost at least 0 (stats::FitNonNegative): where the ordinary fit makes
 // one negative (a prefill that grows faster than its prompt pulls the fixed cost under 0), the
@@ -59,6 +67,28 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
   }
   fit.good = fit.problem.empty();
   return fit;
+}
+
+// The F statistic of adding the pair term to the prefill line: how much of the line's residual
+// the extra coefficient explains, against the curve's residual variance; 0 when either fit is
+// missing or the curve leaves no degrees of freedom.
+double PairTermF(const CalibrationFit& line, const CalibrationFit& curve) {
+  const std::size_t n = curve.points.size();
+  if (line.coefficients.empty() || curve.coefficients.empty() || n <= 3) return 0;
+  const double rss_line = line.rms_residual_ms * line.rms_residual_ms * static_cast<double>(n);
+  const double rss_curve = curve.rms_residual_ms * curve.rms_residual_ms * static_cast<double>(n);
+  if (rss_curve <= 0) return rss_line > 0 ? INFINITY : 0;
+  return (rss_line - rss_curve) / (rss_curve / static_cast<double>(n - 3));
+}
+
+// The pair term's share of the prefill curve's TTFT at its longest prompt; 0 without a curve.
+double PairTermShare(const CalibrationFit& curve) {
+  if (curve.coefficients.size() != 3 || curve.points.empty()) return 0;
+  double longest = 0;
+  for (const CalibrationPoint& p : curve.points) longest = std::max(longest, p.context_tokens);
+  const double pairs = static_cast<double>(emulate::PrefillPairs(0, std::llround(longest))) / 1e6;
+  const double total = curve.coefficients[0] + curve.coefficients[1] * longest + curve.coefficients[2] * pairs;
+  return total > 0 ? curve.coefficients[2] * pairs / total : 0;
 }
 
 std::string Quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
@@ -145,7 +175,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   const std::int64_t one_chunk = config.base.config.chunked_prefill && config.base.config.prefill_chunk_tokens > 0
                                      ? std::min(config.base.config.prefill_chunk_tokens, config.base.config.max_batched_tokens)
                                      : config.base.config.max_batched_tokens;
-  for (std::uint32_t prompt : {32u, 128u, 256u, 512u, 1024u, 2048u, 4096u}) {
+  for (std::uint32_t prompt : {32u, 128u, 256u, 512u, 768u, 1024u, 1536u, 2048u, 4096u}) {
     if (!config.costs || over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
     log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
     const CalibrationLoad m = RunClosedPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
@@ -221,9 +251,31 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     decode.good = false;
     decode.problem = "one prompt length: the per-sequence and per-KV-token costs cannot be told apart";
   }
-  CalibrationFit prefill = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens",
-                               {"overhead_ms", "ms_per_prompt_token"}, prefill_points,
-                               [](const CalibrationPoint& p) { return std::vector<double>{p.context_tokens}; });
+  // Prefill: a line, or with the pair term when the points curve upwards more than noise does.
+  const CalibrationFit prefill_line = Fit("prefill", "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens",
+                                          {"overhead_ms", "ms_per_prompt_token"}, prefill_points,
+                                          [](const CalibrationPoint& p) { return std::vector<double>{p.context_tokens}; });
+  const CalibrationFit prefill_curve =
+      Fit("prefill",
+          "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens + ms_per_1m_pairs x prompt_tokens x "
+          "(prompt_tokens + 1) / 2 / 1e6",
+          {"overhead_ms", "ms_per_prompt_token", "ms_per_1m_pairs"}, prefill_points, [](const CalibrationPoint& p) {
+            return std::vector<double>{p.context_tokens,
+                                       static_cast<double>(emulate::PrefillPairs(0, std::llround(p.context_tokens))) / 1e6};
+          });
+  const double pair_f = PairTermF(prefill_line, prefill_curve);
+  const double pair_share = PairTermShare(prefill_curve);
+  const bool curve_usable = prefill_curve.good && pair_share >= kPairTermMinShare;
+  const bool curved = curve_usable && (!prefill_line.good || pair_f > kPairTermMinF);
+  const CalibrationFit& prefill = curved ? prefill_curve : prefill_line;
+  if (curve_usable) {
+    const std::string why = !prefill_line.good ? fmt::format("the line alone is not good: {}", prefill_line.problem)
+                                               : fmt::format("F = {:.1f} against the line, {} {}", pair_f,
+                                                             curved ? "above" : "not above", kPairTermMinF);
+    outcome.notes.push_back(fmt::format("prefill: the pair term (attention growing with the prompt's square; {:.0f}% of "
+                                        "the longest prompt's TTFT) is {} ({})",
+                                        100 * pair_share, curved ? "kept" : "left out", why));
+  }
   emulate::CostModel& cost = outcome.preset.config.cost;
   if (decode.good) {
     cost.base_ms = decode.coefficients[0];
@@ -233,12 +285,14 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   if (prefill.good) {
     // The prefill step's KV term (kv_tokens = the prompt) is part of the slope.
     cost.prefill_ms_per_token = std::max(0.0, prefill.coefficients[1] - cost.kv_ms_per_1k_tokens / 1000);
+    cost.prefill_ms_per_1m_pairs = curved ? prefill.coefficients[2] : 0;
     if (prefill.coefficients[1] < cost.kv_ms_per_1k_tokens / 1000) {
       outcome.notes.push_back("prefill: the slope is under the decode fit's KV cost per token; prefill_ms_per_token is 0");
     }
   }
   if (config.costs) {
-    for (const CalibrationFit* f : {&prefill, &decode}) {
+    const CalibrationFit* const fits[] = {&prefill, &decode};
+    for (const CalibrationFit* f : fits) {
       if (!f->good) outcome.notes.push_back(fmt::format("{}: {}; its costs are the base preset's", f->name, f->problem));
     }
     outcome.fits = {prefill, decode};

@@ -7,7 +7,8 @@
 //      step budget), one output token: TTFT against the tokens the server prefilled (its count
 //      less what it found cached) is a line whose slope is the cost per prompt token (prefill
 //      plus its KV term) and whose intercept is one step's fixed cost plus the client-to-server
-//      overhead;
+//      overhead; or, when the points curve upwards beyond noise, that line plus the pair term
+//      (prefill_ms_per_1m_pairs x P (P + 1) / 2 / 1e6: attention growing with P's square);
 //   2. decode: c streams at once (closed loop) at two prompt lengths: the median gap between
 //      token events while all c decode (after the last first token, before the first stream
 //      ends) is one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x

@@ -61,6 +61,7 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.15 * truth.prefill_ms_per_token);
   EXPECT_NEAR(fitted.decode_ms_per_seq, truth.decode_ms_per_seq, 0.25 * truth.decode_ms_per_seq);
   EXPECT_NEAR(fitted.kv_ms_per_1k_tokens, truth.kv_ms_per_1k_tokens, 0.25 * truth.kv_ms_per_1k_tokens);
+  EXPECT_EQ(fitted.prefill_ms_per_1m_pairs, 0) << "a linear prefill is fitted with a line";
   EXPECT_FALSE(outcome->not_determined.empty());
 
   // The file is a preset the emulator and simulator read, with the fitted costs.
@@ -68,6 +69,48 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.decode_ms_per_seq, fitted.decode_ms_per_seq);
   EXPECT_EQ(reread->config.kv.num_blocks, config.base.config.kv.num_blocks);  // not measured: the base's
+  fs::remove(config.out);
+}
+
+// A prefill whose attention grows with the prompt's square (a CPU engine's): the points curve
+// upwards, and the fit takes the pair term with the per-token cost beside it.
+TEST(CalibrateTimingTest, RecoversAPrefillThatGrowsWithThePromptsSquare) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.engine = BasePreset().config;
+  emulate::CostModel truth;
+  truth.base_ms = 4.0;
+  truth.prefill_ms_per_token = 0.02;
+  truth.prefill_ms_per_1m_pairs = 20;  // a 4,096-token prompt: 82 ms per token, 168 ms of pairs
+  truth.decode_ms_per_seq = 0.05;
+  truth.kv_ms_per_1k_tokens = 0.05;
+  emulator.engine.cost = truth;
+  auto server = emulate::EmulatorServer::Start(emulator);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+
+  run::CalibrateConfig config;
+  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  config.target.request.ignore_eos = true;
+  config.target.request.min_tokens = 1;
+  config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
+  config.base = BasePreset();
+  config.budget = std::chrono::seconds(90);
+  config.limits = false;
+  config.out = fs::temp_directory_path() / ("bakeoff_calibrated_pairs_" + std::to_string(::getpid()) + ".yaml");
+  std::atomic<bool> stop{false};
+  Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  ASSERT_EQ(outcome->fits.size(), 2u);
+  const run::CalibrationFit& prefill = outcome->fits[0];
+  EXPECT_TRUE(prefill.good) << prefill.problem;
+  EXPECT_EQ(prefill.coefficients.size(), 3u) << prefill.formula;
+  const emulate::CostModel& fitted = outcome->preset.config.cost;
+  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.15 * truth.prefill_ms_per_1m_pairs);
+  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
+  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(config.out);
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_1m_pairs, fitted.prefill_ms_per_1m_pairs);
   fs::remove(config.out);
 }
 

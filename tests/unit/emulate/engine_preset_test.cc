@@ -155,6 +155,7 @@ kv:
 cost:
   base_ms: 1.5
   prefill_ms_per_token: 2.5e-2
+  prefill_ms_per_1m_pairs: 0.5
   decode_ms_per_seq: 0.75
   kv_ms_per_1k_tokens: 3
   grammar_ms_per_token: 0.25
@@ -184,6 +185,7 @@ TEST(EnginePresetTest, EveryKeyReachesItsField) {
   EXPECT_EQ(c.kv.prefix_caching, PrefixCaching::kRadix);
   EXPECT_EQ(c.cost.base_ms, 1.5);
   EXPECT_EQ(c.cost.prefill_ms_per_token, 0.025);
+  EXPECT_EQ(c.cost.prefill_ms_per_1m_pairs, 0.5);
   EXPECT_EQ(c.cost.decode_ms_per_seq, 0.75);
   EXPECT_EQ(c.cost.kv_ms_per_1k_tokens, 3.0);
   EXPECT_EQ(c.cost.grammar_ms_per_token, 0.25);
@@ -364,8 +366,8 @@ TEST(EnginePresetTest, WrongTypesNameLineAndKey) {
             "prefix_caching, got '5'");
   EXPECT_EQ(
       ErrorOf("cost:\n"),
-      "e.yaml:1: cost: expected a mapping of base_ms, prefill_ms_per_token, decode_ms_per_seq, "
-      "kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
+      "e.yaml:1: cost: expected a mapping of base_ms, prefill_ms_per_token, prefill_ms_per_1m_pairs, "
+      "decode_ms_per_seq, kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
 }
 
 TEST(EnginePresetTest, UnknownPolicyAndCachingNamesListTheValidOnes) {

@@ -58,6 +58,21 @@ TEST(CostModelTest, FormulaAsDocumented) {
   EXPECT_EQ(StepTime(model, {0, 0, 0}), milliseconds(6));
 }
 
+TEST(CostModelTest, PairTermCountsTheCausalAttentionOfEachChunk) {
+  EXPECT_EQ(PrefillPairs(0, 1), 1);
+  EXPECT_EQ(PrefillPairs(0, 1000), 500500);           // P (P + 1) / 2
+  EXPECT_EQ(PrefillPairs(256, 100), 25600 + 5050);     // after 256 tokens: 100 x 256 more
+  EXPECT_EQ(PrefillPairs(0, 256) + PrefillPairs(256, 344), PrefillPairs(0, 600));  // chunks add up
+  CostModel model;
+  model.prefill_ms_per_1m_pairs = 2;
+  StepWork work{1000, 0, 1000};
+  work.prefill_pairs = PrefillPairs(0, 1000);
+  EXPECT_DOUBLE_EQ(StepMillis(model, work), 6.0 + 60.0 + 0.04 + 2 * 0.5005);
+  model.prefill_ms_per_1m_pairs = -1;
+  ASSERT_FALSE(ValidateCostModel(model).ok());
+  EXPECT_NE(ValidateCostModel(model).error().message.find("prefill_ms_per_1m_pairs"), std::string::npos);
+}
+
 TEST(CostModelTest, RejectsNegativeAndNonFiniteCoefficients) {
   CostModel model;
   model.decode_ms_per_seq = -1;
@@ -237,6 +252,29 @@ TEST(SchedulerTest, ChunkSizeLimitsOneSequencesPrefillPerStep) {
   EXPECT_EQ(chunks, (std::vector<std::int64_t>{256, 256, 88, 0}));
   const SingleRequestTiming expected = ExpectedSingleRequest(config, 600, 2);
   EXPECT_EQ(now - T0(), expected.e2e);
+}
+
+// The pair term: each chunk pays for its attention over what came before it, so the chunks' pairs
+// add up to the whole prompt's, and the scheduler's steps match ExpectedSingleRequest.
+TEST(SchedulerTest, ChunksPayTheAttentionPairsOverWhatCameBefore) {
+  EngineConfig config;
+  config.cost.prefill_ms_per_1m_pairs = 3;
+  config.prefill_chunk_tokens = 256;
+  Scheduler scheduler(config);
+  ASSERT_TRUE(scheduler.Add(Req(600, 2)).ok());
+  std::vector<std::int64_t> pairs;
+  MonoTime now = T0();
+  while (auto plan = scheduler.BeginStep(now)) {
+    pairs.push_back(plan->work.prefill_pairs);
+    now = plan->end;
+    scheduler.FinishStep();
+  }
+  EXPECT_EQ(pairs, (std::vector<std::int64_t>{PrefillPairs(0, 256), PrefillPairs(256, 256), PrefillPairs(512, 88), 0}));
+  EXPECT_EQ(now - T0(), ExpectedSingleRequest(config, 600, 2).e2e);
+  // Unchunked, one step: TTFT has the closed form's P (P + 1) / 2 pairs.
+  config.chunked_prefill = false;
+  const SingleRequestTiming whole = ExpectedSingleRequest(config, 1000, 2);
+  EXPECT_NEAR(ToMillis(whole.ttft), 6.0 + 0.06 * 1000 + 0.04 + 3 * 0.5005, 1e-6);
 }
 
 TEST(SchedulerTest, AbortFreesTheSlot) {
