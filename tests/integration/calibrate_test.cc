@@ -25,20 +25,15 @@ emulate::EnginePreset BasePreset() {
   return preset.ok() ? preset.value() : emulate::EnginePreset{};
 }
 
-TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
+// Calibrates the step costs (the limits left out: the Finds*Limits tests measure those) of an
+// emulator on loopback whose costs are `truth`, writing the preset to `out`.
+Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, const fs::path& out) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   emulator.engine = BasePreset().config;
-  // Costs unlike the base preset's, so a fit that kept the base's figures would fail.
-  emulate::CostModel truth;
-  truth.base_ms = 9.0;
-  truth.prefill_ms_per_token = 0.025;
-  truth.decode_ms_per_seq = 0.12;
-  truth.kv_ms_per_1k_tokens = 0.09;
   emulator.engine.cost = truth;
   auto server = emulate::EmulatorServer::Start(emulator);
-  ASSERT_TRUE(server.ok()) << server.error().message;
-
+  if (!server.ok()) return server.error();
   run::CalibrateConfig config;
   config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
   config.target.request.ignore_eos = true;
@@ -46,10 +41,25 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
   config.base = BasePreset();
   config.budget = std::chrono::seconds(90);
-  config.limits = false;  // the Finds*Limits tests measure those
-  config.out = fs::temp_directory_path() / ("bakeoff_calibrated_" + std::to_string(::getpid()) + ".yaml");
+  config.limits = false;
+  config.out = out;
   std::atomic<bool> stop{false};
-  Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
+  return run::Calibrate(config, stop, [](const std::string&) {});
+}
+
+fs::path PresetPath(const std::string& name) {
+  return fs::temp_directory_path() / ("bakeoff_" + name + "_" + std::to_string(::getpid()) + ".yaml");
+}
+
+TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
+  // Costs unlike the base preset's, so a fit that kept the base's figures would fail.
+  emulate::CostModel truth;
+  truth.base_ms = 9.0;
+  truth.prefill_ms_per_token = 0.025;
+  truth.decode_ms_per_seq = 0.12;
+  truth.kv_ms_per_1k_tokens = 0.09;
+  const fs::path out = PresetPath("calibrated");
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
   for (const run::CalibrationFit& fit : outcome->fits) {
@@ -65,41 +75,25 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   EXPECT_FALSE(outcome->not_determined.empty());
 
   // The file is a preset the emulator and simulator read, with the fitted costs.
-  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(config.out);
+  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.decode_ms_per_seq, fitted.decode_ms_per_seq);
-  EXPECT_EQ(reread->config.kv.num_blocks, config.base.config.kv.num_blocks);  // not measured: the base's
-  fs::remove(config.out);
+  EXPECT_EQ(reread->config.kv.num_blocks, BasePreset().config.kv.num_blocks);  // not measured: the base's
+  fs::remove(out);
 }
 
 // A prefill whose attention grows with the prompt's square (a CPU engine's): the points curve
 // upwards, and the fit takes the pair term with the per-token cost beside it.
 TEST(CalibrateTimingTest, RecoversAPrefillThatGrowsWithThePromptsSquare) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  emulate::EmulatorConfig emulator;
-  emulator.port = 0;
-  emulator.engine = BasePreset().config;
   emulate::CostModel truth;
   truth.base_ms = 4.0;
   truth.prefill_ms_per_token = 0.02;
   truth.prefill_ms_per_1m_pairs = 20;  // a 4,096-token prompt: 82 ms per token, 168 ms of pairs
   truth.decode_ms_per_seq = 0.05;
   truth.kv_ms_per_1k_tokens = 0.05;
-  emulator.engine.cost = truth;
-  auto server = emulate::EmulatorServer::Start(emulator);
-  ASSERT_TRUE(server.ok()) << server.error().message;
-
-  run::CalibrateConfig config;
-  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
-  config.target.request.ignore_eos = true;
-  config.target.request.min_tokens = 1;
-  config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
-  config.base = BasePreset();
-  config.budget = std::chrono::seconds(90);
-  config.limits = false;
-  config.out = fs::temp_directory_path() / ("bakeoff_calibrated_pairs_" + std::to_string(::getpid()) + ".yaml");
-  std::atomic<bool> stop{false};
-  Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
+  const fs::path out = PresetPath("calibrated_pairs");
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
   const run::CalibrationFit& prefill = outcome->fits[0];
@@ -108,10 +102,10 @@ TEST(CalibrateTimingTest, RecoversAPrefillThatGrowsWithThePromptsSquare) {
   const emulate::CostModel& fitted = outcome->preset.config.cost;
   EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.15 * truth.prefill_ms_per_1m_pairs);
   EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
-  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(config.out);
+  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_1m_pairs, fitted.prefill_ms_per_1m_pairs);
-  fs::remove(config.out);
+  fs::remove(out);
 }
 
 // An engine fast enough that each limit experiment takes a second or two, with limits unlike the
