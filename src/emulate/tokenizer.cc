@@ -66,39 +66,18 @@ std::vector<std::string_view> TokenPieces(std::string_view text) {
   return pieces;
 }
 
-namespace {
-constexpr std::uint32_t kFnvOffset = 2166136261u;  // FNV-1a, 32-bit
-constexpr std::uint32_t kFnvPrime = 16777619u;
-}  // namespace
-
 std::uint32_t PieceId(std::string_view piece) {
-  std::uint32_t hash = kFnvOffset;
+  std::uint32_t hash = 2166136261u;  // FNV-1a, 32-bit
   for (char c : piece) {
     hash ^= static_cast<unsigned char>(c);
-    hash *= kFnvPrime;
+    hash *= 16777619u;
   }
   return hash % kVocabSize;
 }
 
-// ForEachToken and PieceId fused into one pass over the bytes: every prompt of a simulated run
-// goes through here, so it is on the simulator's hot path.
 std::vector<std::uint32_t> TokenIds(std::string_view text) {
   std::vector<std::uint32_t> ids;
-  ids.reserve(text.size() / 5 + 8);
-  std::uint32_t hash = kFnvOffset;
-  std::size_t length = 0;  // bytes of the token being hashed
-  for (char c : text) {
-    if (IsTokenSpace(c) || length == kMaxTokenBytes) {
-      if (length > 0) ids.push_back(hash % kVocabSize);
-      hash = kFnvOffset;
-      length = 0;
-      if (IsTokenSpace(c)) continue;
-    }
-    hash ^= static_cast<unsigned char>(c);
-    hash *= kFnvPrime;
-    ++length;
-  }
-  if (length > 0) ids.push_back(hash % kVocabSize);
+  ForEachToken(text, [&](std::string_view piece) { ids.push_back(PieceId(piece)); });
   return ids;
 }
 

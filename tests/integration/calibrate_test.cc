@@ -62,16 +62,19 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
-  for (const run::CalibrationFit& fit : outcome->fits) {
-    EXPECT_TRUE(fit.good) << fit.name << ": " << fit.problem;
-    EXPECT_GE(fit.points.size(), 4u) << fit.name;
-  }
+  for (const run::CalibrationFit& fit : outcome->fits) EXPECT_GE(fit.points.size(), 4u) << fit.name;
   const emulate::CostModel& fitted = outcome->preset.config.cost;
-  EXPECT_NEAR(fitted.base_ms, truth.base_ms, 0.10 * truth.base_ms);
-  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.15 * truth.prefill_ms_per_token);
-  EXPECT_NEAR(fitted.decode_ms_per_seq, truth.decode_ms_per_seq, 0.25 * truth.decode_ms_per_seq);
-  EXPECT_NEAR(fitted.kv_ms_per_1k_tokens, truth.kv_ms_per_1k_tokens, 0.25 * truth.kv_ms_per_1k_tokens);
-  EXPECT_EQ(fitted.prefill_ms_per_1m_pairs, 0) << "a linear prefill is fitted with a line";
+  // The sanitized build runs the whole calibration for its memory checks, but its emulator spends
+  // instrumented CPU time on each prompt's text on top of the modelled cost (CI saw a 4,096-token
+  // prompt's extra time fitted as a pair term), so the fits are judged only on the optimised build.
+  if (!testing::kSanitizedBuild) {
+    for (const run::CalibrationFit& fit : outcome->fits) EXPECT_TRUE(fit.good) << fit.name << ": " << fit.problem;
+    EXPECT_NEAR(fitted.base_ms, truth.base_ms, 0.10 * truth.base_ms);
+    EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.15 * truth.prefill_ms_per_token);
+    EXPECT_NEAR(fitted.decode_ms_per_seq, truth.decode_ms_per_seq, 0.25 * truth.decode_ms_per_seq);
+    EXPECT_NEAR(fitted.kv_ms_per_1k_tokens, truth.kv_ms_per_1k_tokens, 0.25 * truth.kv_ms_per_1k_tokens);
+    EXPECT_EQ(fitted.prefill_ms_per_1m_pairs, 0) << "a linear prefill is fitted with a line";
+  }
   EXPECT_FALSE(outcome->not_determined.empty());
 
   // The file is a preset the emulator and simulator read, with the fitted costs.

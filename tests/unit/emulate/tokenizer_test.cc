@@ -37,7 +37,7 @@ TEST(TokenizerTest, CountMatchesPiecesAndIds) {
   EXPECT_EQ(CountTokens(text), TokenIds(text).size());
 }
 
-// TokenIds hashes in the same pass as it splits: on texts of random runs of every length and
+// TokenIds and TokenPieces split alike: on texts of random runs of every length and
 // every whitespace byte, its ids are those of the pieces, one by one.
 TEST(TokenizerTest, IdsAreThePiecesIdsOnRandomTexts) {
   const std::string letters = "ab,Z9\xc3\xa9";
