@@ -21,6 +21,7 @@ namespace {
 // The decode experiment's answer length: long enough that most gaps are pure decode steps.
 constexpr std::uint32_t kDecodeOutputTokens = 48;
 constexpr std::uint32_t kPrefillRepeats = 3;
+constexpr int kDecodePasses = 2;
 // The prefill fit takes the pair term (attention growing with the prompt's square) when the
 // F statistic of adding it to the line is above kPairTermMinF, about the 5% point of F(1, n - 3)
 // for the 5 to 9 prompt lengths calibration measures, and the term is at least
@@ -135,6 +136,43 @@ Error NothingMeasured(const CalibrateConfig& config, const std::atomic<bool>& st
 
 }  // namespace
 
+// One decode point of the sweep (c streams at one prompt length) over its passes.
+struct DecodeSample {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t streams = 0;
+  std::vector<double> gaps;       // ms per token, every pass's
+  double context_tokens = 0;      // the passes' mean contexts, summed
+  int passes = 0;                 // passes that gave gaps
+  std::uint64_t requests = 0;
+  bool never_together = false;    // the engine never ran all its streams at once
+};
+
+// Adds one pass's gaps to `sample`: only those while every stream decodes, after the last
+// stream's first token (every prompt is prefilled) and before the first one ends. False when
+// there are none.
+bool AddDecodeGaps(const std::vector<measure::RequestRecord>& ok, DecodeSample& sample) {
+  MonoTime all_started = MonoTime::min(), first_done = MonoTime::max();
+  double output_tokens = 0;
+  for (const measure::RequestRecord& r : ok) {
+    all_started = std::max(all_started, *r.first_token);
+    first_done = std::min(first_done, r.last_token.value_or(*r.first_token));
+    output_tokens += static_cast<double>(r.OutputTokens()) / static_cast<double>(ok.size());
+  }
+  const std::size_t before = sample.gaps.size();
+  for (const measure::RequestRecord& r : ok) {
+    for (std::size_t i = 1; i < r.token_events.size(); ++i) {
+      if (r.token_events[i - 1].at < all_started || r.token_events[i].at > first_done) continue;
+      sample.gaps.push_back(ToMillis(r.token_events[i].at - r.token_events[i - 1].at) /
+                            std::max<std::uint32_t>(1, r.token_events[i].tokens));
+    }
+  }
+  if (sample.gaps.size() == before) return false;
+  sample.context_tokens += CountedPrompt(ok, sample.prompt_tokens).tokens + output_tokens / 2;
+  sample.passes += 1;
+  sample.requests += ok.size();
+  return true;
+}
+
 Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::atomic<bool>& stop,
                                      const std::function<void(const std::string&)>& log) {
   const MonoTime started = RealClock().Now();
@@ -193,47 +231,51 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, MedianOf(ttft), m.ok.size()});
   }
   // 2. Decode: the median gap between token events of c streams at once, at a short and a long
-  // context (2,048 tokens, or half a shorter context).
-  std::vector<CalibrationPoint> decode_points;
+  // context (2,048 tokens, or half a shorter context). The sweep runs twice, the second time in
+  // reverse, and each point pools its gaps from both: a machine whose speed drifts during the
+  // sweep pulls every point the same way on average instead of tilting the fit.
+  std::vector<DecodeSample> decode_samples;
   std::vector<std::uint32_t> decode_contexts = {128};
   if (context / 2 >= 512) decode_contexts.push_back(static_cast<std::uint32_t>(std::min<std::uint64_t>(2048, context / 2)));
   for (std::uint32_t prompt : decode_contexts) {
-    for (std::uint32_t c : {1u, 2u, 4u, 8u, 16u, 32u}) {
-      if (!config.costs || c > config.max_concurrency || over_budget() || !fits_context(prompt, kDecodeOutputTokens)) break;
-      log(fmt::format("decode: {} streams of {} prompt tokens", c, prompt));
-      const CalibrationLoad m = RunClosedPoint(target, prompt, kDecodeOutputTokens, c, c, ++seed, stop);
+    for (std::uint32_t c : {1u, 2u, 3u, 4u, 8u, 16u, 32u}) {
+      if (!config.costs || c > config.max_concurrency || !fits_context(prompt, kDecodeOutputTokens)) break;
+      DecodeSample& sample = decode_samples.emplace_back();
+      sample.prompt_tokens = prompt;
+      sample.streams = c;
+    }
+  }
+  for (int pass = 0; pass < kDecodePasses; ++pass) {
+    for (std::size_t k = 0; k < decode_samples.size() && !over_budget(); ++k) {
+      DecodeSample& sample = decode_samples[pass == 0 ? k : decode_samples.size() - 1 - k];
+      if (sample.never_together) continue;
+      log(fmt::format("decode ({} of {}): {} streams of {} prompt tokens", pass + 1, kDecodePasses, sample.streams,
+                      sample.prompt_tokens));
+      const CalibrationLoad m =
+          RunClosedPoint(target, sample.prompt_tokens, kDecodeOutputTokens, sample.streams, sample.streams, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
-      if (m.ok.size() < c) {
-        outcome.notes.push_back(fmt::format("decode: {} of {} streams of {} prompt tokens failed; the point is left out",
-                                            c - m.ok.size(), c, prompt));
+      if (m.ok.size() < sample.streams) {
+        outcome.notes.push_back(fmt::format("decode: {} of {} streams of {} prompt tokens failed; that pass's gaps are "
+                                            "left out",
+                                            sample.streams - m.ok.size(), sample.streams, sample.prompt_tokens));
         continue;
       }
-      // Only the gaps while every stream decodes: after the last stream's first token (every
-      // prompt is prefilled) and before the first one ends.
-      MonoTime all_started = MonoTime::min(), first_done = MonoTime::max();
-      double output_tokens = 0;
-      for (const measure::RequestRecord& r : m.ok) {
-        all_started = std::max(all_started, *r.first_token);
-        first_done = std::min(first_done, r.last_token.value_or(*r.first_token));
-        output_tokens += static_cast<double>(r.OutputTokens()) / static_cast<double>(c);
-      }
-      std::vector<double> gaps;
-      for (const measure::RequestRecord& r : m.ok) {
-        for (std::size_t i = 1; i < r.token_events.size(); ++i) {
-          if (r.token_events[i - 1].at < all_started || r.token_events[i].at > first_done) continue;
-          gaps.push_back(ToMillis(r.token_events[i].at - r.token_events[i - 1].at) /
-                         std::max<std::uint32_t>(1, r.token_events[i].tokens));
-        }
-      }
-      if (gaps.empty()) {
+      if (!AddDecodeGaps(m.ok, sample) && sample.passes == 0) {
         // More streams than the engine runs at once: more would not either.
         outcome.notes.push_back(fmt::format("decode: {} streams of {} prompt tokens never all decoded at once; the "
                                             "point is left out, and more streams are not tried",
-                                            c, prompt));
-        break;
+                                            sample.streams, sample.prompt_tokens));
+        for (DecodeSample& more : decode_samples) {
+          if (more.prompt_tokens == sample.prompt_tokens && more.streams >= sample.streams) more.never_together = true;
+        }
       }
-      decode_points.push_back({prompt, c, CountedPrompt(m.ok, prompt).tokens + output_tokens / 2, MedianOf(gaps), m.ok.size()});
     }
+  }
+  std::vector<CalibrationPoint> decode_points;
+  for (const DecodeSample& sample : decode_samples) {
+    if (sample.never_together || sample.gaps.empty()) continue;
+    decode_points.push_back({sample.prompt_tokens, sample.streams, sample.context_tokens / sample.passes,
+                             MedianOf(sample.gaps), sample.requests});
   }
   if (config.costs && prefill_points.empty() && decode_points.empty()) {
     return NothingMeasured(config, stop, first_error);

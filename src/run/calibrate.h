@@ -9,10 +9,13 @@
 //      plus its KV term) and whose intercept is one step's fixed cost plus the client-to-server
 //      overhead; or, when the points curve upwards beyond noise, that line plus the pair term
 //      (prefill_ms_per_1m_pairs x P (P + 1) / 2 / 1e6: attention growing with P's square);
-//   2. decode: c streams at once (closed loop) at two prompt lengths: the median gap between
-//      token events while all c decode (after the last first token, before the first stream
-//      ends) is one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x
-//      (c x context) / 1000 with context = P + half the answer.
+//   2. decode: c streams at once (closed loop, c from 1 to max_concurrency, stopping where the
+//      engine never runs all c together) at two prompt lengths: the median gap between token
+//      events while all c decode (after the last first token, before the first stream ends) is
+//      one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x (c x context) /
+//      1000 with context = P + half the answer. The sweep runs twice, the second time in
+//      reverse, each point's median over both passes' gaps, so a drifting machine speed does
+//      not tilt the fit.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
