@@ -37,6 +37,7 @@ struct EmulateFlags {
   long long max_batched_tokens = 8192;
   long long max_model_len = 32768;
   double base_ms = 6.0;
+  double multi_token_ms = 0;
   double prefill_ms_per_token = 0.06;
   double prefill_ms_per_1m_pairs = 0;
   double decode_ms_per_seq = 0.08;
@@ -95,6 +96,7 @@ std::string CheckFlags(const EmulateFlags& f) {
     const char* flag;
     double value;
   } non_negative[] = {{"--base-ms", f.base_ms},
+                      {"--multi-token-ms", f.multi_token_ms},
                       {"--prefill-ms-per-token", f.prefill_ms_per_token},
                       {"--prefill-ms-per-1m-pairs", f.prefill_ms_per_1m_pairs},
                       {"--decode-ms-per-seq", f.decode_ms_per_seq},
@@ -159,6 +161,7 @@ Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
   if (use("--max-batched-tokens")) engine.max_batched_tokens = f.max_batched_tokens;
   if (use("--max-model-len")) engine.max_model_len = f.max_model_len;
   if (use("--base-ms")) engine.cost.base_ms = f.base_ms;
+  if (use("--multi-token-ms")) engine.cost.multi_token_ms = f.multi_token_ms;
   if (use("--prefill-ms-per-token")) engine.cost.prefill_ms_per_token = f.prefill_ms_per_token;
   if (use("--prefill-ms-per-1m-pairs")) engine.cost.prefill_ms_per_1m_pairs = f.prefill_ms_per_1m_pairs;
   if (use("--decode-ms-per-seq")) engine.cost.decode_ms_per_seq = f.decode_ms_per_seq;
@@ -358,6 +361,8 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   engine_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget of one engine step");
   engine_option("--max-model-len", flags->max_model_len, "Context limit (prompt + output)");
   engine_option("--base-ms", flags->base_ms, "Step cost: fixed ms per step");
+  engine_option("--multi-token-ms", flags->multi_token_ms,
+                "Step cost: extra fixed ms of a step computing more than one token (a matrix-matrix pass)");
   engine_option("--prefill-ms-per-token", flags->prefill_ms_per_token,
                 "Step cost: ms per prompt token prefilled");
   engine_option("--prefill-ms-per-1m-pairs", flags->prefill_ms_per_1m_pairs,

@@ -4,6 +4,7 @@
 // pass over a batch) takes, given what the batch contains. The formula, in milliseconds:
 //
 //   step_ms = base_ms
+//           + multi_token_ms       * [the step computes more than one token]
 //           + prefill_ms_per_token * prefill_tokens      (prompt tokens prefilled in this step)
 //           + prefill_ms_per_1m_pairs * prefill_pairs / 1e6  (query-key token pairs of their attention)
 //           + decode_ms_per_seq    * decode_seqs         (sequences decoding one token)
@@ -17,7 +18,11 @@
 // (cached or prefilled before), the pairs its causal attention computes: c * s + c * (c + 1) / 2,
 // so P * (P + 1) / 2 for a whole P-token prompt. The pair term is attention that grows with the
 // prompt's square, which shows where attention is not the memory-bound kernel the KV term models
-// (a CPU engine without flash attention); 0 by default.
+// (a CPU engine without flash attention); 0 by default. multi_token_ms is the fixed extra cost of
+// a step that computes two or more tokens (prefill tokens plus decoding sequences) over one that
+// computes a lone decode token: an engine whose kernels take a matrix-vector path for one token
+// and a matrix-matrix path for more pays it as a jump in the step time from one stream to two
+// (llama.cpp on a CPU, docs/engines/llama.cpp.md); 0 by default.
 // base_ms models reading the weights once per step, the prefill term compute-bound prompt
 // processing, the decode term per-sequence overhead (sampling, small kernels), and the KV term
 // attention's memory reads, the grammar term the token mask a structured-output sequence needs
@@ -40,6 +45,7 @@ namespace bakeoff::emulate {
 
 struct CostModel {
   double base_ms = 6.0;                // fixed cost of every step
+  double multi_token_ms = 0;           // extra fixed cost of a step computing more than one token
   double prefill_ms_per_token = 0.06;  // per prompt token prefilled in the step
   double prefill_ms_per_1m_pairs = 0;  // per million query-key pairs of the step's prefill attention
   double decode_ms_per_seq = 0.08;     // per sequence decoding in the step

@@ -64,6 +64,7 @@ const KeySpec kKeys[] = {
     {"kv.prefix_caching",
      CachingRef([](EnginePreset& p) -> PrefixCaching& { return p.config.kv.prefix_caching; })},
     {"cost.base_ms", RealRef([](EnginePreset& p) -> double& { return p.config.cost.base_ms; })},
+    {"cost.multi_token_ms", RealRef([](EnginePreset& p) -> double& { return p.config.cost.multi_token_ms; })},
     {"cost.prefill_ms_per_token",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.prefill_ms_per_token; })},
     {"cost.prefill_ms_per_1m_pairs",

@@ -20,15 +20,16 @@ namespace {
 
 // The decode experiment's answer length: long enough that most gaps are pure decode steps.
 constexpr std::uint32_t kDecodeOutputTokens = 48;
-constexpr std::uint32_t kPrefillRepeats = 3;
+constexpr std::uint32_t kPrefillPasses = 5;
 constexpr int kDecodePasses = 2;
-// The prefill fit takes the pair term (attention growing with the prompt's square) when the
-// F statistic of adding it to the line is above kPairTermMinF, about the 5% point of F(1, n - 3)
-// for the 5 to 9 prompt lengths calibration measures, and the term is at least
-// kPairTermMinShare of the fitted TTFT at the longest prompt: a linear engine's timing jitter can
+// A fit takes its extra term (prefill: the pair term, attention growing with the prompt's square;
+// decode: the multi-token step's fixed cost) when the F statistic of adding it is above
+// kExtraTermMinF, about the 5% point of F(1, n - k) for the 5 to 12 points calibration measures,
+// and the term is at least kExtraTermMinShare of the fitted time where it weighs most (prefill:
+// the longest prompt; decode: the fewest streams above one): a linear engine's timing jitter can
 // pass the first test by chance, but not with a term that size.
-constexpr double kPairTermMinF = 8;
-constexpr double kPairTermMinShare = 0.05;
+constexpr double kExtraTermMinF = 8;
+constexpr double kExtraTermMinShare = 0.05;
 
 // Least squares with every cost at least 0 (stats::FitNonNegative): where the ordinary fit makes
 // one negative (a prefill that grows faster than its prompt pulls the fixed cost under 0), the
@@ -70,16 +71,17 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
   return fit;
 }
 
-// The F statistic of adding the pair term to the prefill line: how much of the line's residual
-// the extra coefficient explains, against the curve's residual variance; 0 when either fit is
-// missing or the curve leaves no degrees of freedom.
-double PairTermF(const CalibrationFit& line, const CalibrationFit& curve) {
-  const std::size_t n = curve.points.size();
-  if (line.coefficients.empty() || curve.coefficients.empty() || n <= 3) return 0;
-  const double rss_line = line.rms_residual_ms * line.rms_residual_ms * static_cast<double>(n);
-  const double rss_curve = curve.rms_residual_ms * curve.rms_residual_ms * static_cast<double>(n);
-  if (rss_curve <= 0) return rss_line > 0 ? INFINITY : 0;
-  return (rss_line - rss_curve) / (rss_curve / static_cast<double>(n - 3));
+// The F statistic of adding one term to a fit (`fuller` has one coefficient more than `simpler`):
+// how much of the simpler fit's residual the extra coefficient explains, against the fuller fit's
+// residual variance; 0 when either fit is missing or the fuller one leaves no degrees of freedom.
+double ExtraTermF(const CalibrationFit& simpler, const CalibrationFit& fuller) {
+  const std::size_t n = fuller.points.size();
+  const std::size_t k = fuller.coefficients.size();
+  if (simpler.coefficients.empty() || k == 0 || n <= k) return 0;
+  const double rss_simpler = simpler.rms_residual_ms * simpler.rms_residual_ms * static_cast<double>(n);
+  const double rss_fuller = fuller.rms_residual_ms * fuller.rms_residual_ms * static_cast<double>(n);
+  if (rss_fuller <= 0) return rss_simpler > 0 ? INFINITY : 0;
+  return (rss_simpler - rss_fuller) / (rss_fuller / static_cast<double>(n - k));
 }
 
 // The pair term's share of the prefill curve's TTFT at its longest prompt; 0 without a curve.
@@ -90,6 +92,35 @@ double PairTermShare(const CalibrationFit& curve) {
   const double pairs = static_cast<double>(emulate::PrefillPairs(0, std::llround(longest))) / 1e6;
   const double total = curve.coefficients[0] + curve.coefficients[1] * longest + curve.coefficients[2] * pairs;
   return total > 0 ? curve.coefficients[2] * pairs / total : 0;
+}
+
+// The multi-token term's share of the fuller decode fit's step at the fewest streams above one
+// (its coefficients: base, multi-token, per sequence, per 1,000 KV tokens); 0 without the term.
+double MultiTokenShare(const CalibrationFit& fuller) {
+  if (fuller.coefficients.size() != 4) return 0;
+  const CalibrationPoint* fewest = nullptr;
+  for (const CalibrationPoint& p : fuller.points) {
+    if (p.concurrency > 1 && (!fewest || p.concurrency < fewest->concurrency)) fewest = &p;
+  }
+  if (!fewest) return 0;
+  const std::vector<double>& k = fuller.coefficients;
+  const double step = k[0] + k[1] + k[2] * fewest->concurrency + k[3] * fewest->concurrency * fewest->context_tokens / 1000;
+  return step > 0 ? k[1] / step : 0;
+}
+
+// Of a fit with and without an extra term, the one to keep and a note saying why (empty when the
+// fuller fit is not usable or its term is too small to matter). `term` names the term.
+const CalibrationFit& KeepExtraTerm(const CalibrationFit& simpler, const CalibrationFit& fuller, double share,
+                                    std::string_view term, std::string& note) {
+  if (!fuller.good || share < kExtraTermMinShare) return simpler;
+  const double f = ExtraTermF(simpler, fuller);
+  const bool kept = !simpler.good || f > kExtraTermMinF;
+  const std::string why = !simpler.good ? fmt::format("without it the fit is not good: {}", simpler.problem)
+                                        : fmt::format("F = {:.1f} against the fit without it, {} {}", f,
+                                                      kept ? "above" : "not above", kExtraTermMinF);
+  note = fmt::format("{}: the {}, {:.0f}% of the fitted time where it weighs most, is {}: {}", fuller.name, term,
+                     100 * share, kept ? "kept" : "left out", why);
+  return kept ? fuller : simpler;
 }
 
 std::string Quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
@@ -213,22 +244,36 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   const std::int64_t one_chunk = config.base.config.chunked_prefill && config.base.config.prefill_chunk_tokens > 0
                                      ? std::min(config.base.config.prefill_chunk_tokens, config.base.config.max_batched_tokens)
                                      : config.base.config.max_batched_tokens;
+  std::vector<std::uint32_t> prefill_prompts;
   for (std::uint32_t prompt : {32u, 128u, 256u, 512u, 768u, 1024u, 1536u, 2048u, 4096u}) {
-    if (!config.costs || over_budget() || !fits_context(prompt, 1) || prompt > one_chunk) break;
-    log(fmt::format("prefill: {} prompt tokens, {} requests one at a time", prompt, kPrefillRepeats));
-    const CalibrationLoad m = RunClosedPoint(target, prompt, 1, 1, kPrefillRepeats, ++seed, stop);
-    if (first_error.empty()) first_error = m.first_error;
-    if (m.ok.empty()) continue;
+    if (!config.costs || !fits_context(prompt, 1) || prompt > one_chunk) break;
+    prefill_prompts.push_back(prompt);
+  }
+  // Each pass sends one request of every length, every other pass longest first, so a machine
+  // whose speed drifts meanwhile slows every length alike instead of bending the line.
+  std::vector<std::vector<measure::RequestRecord>> prefill_ok(prefill_prompts.size());
+  for (std::uint32_t pass = 0; pass < kPrefillPasses; ++pass) {
+    for (std::size_t k = 0; k < prefill_prompts.size() && !over_budget(); ++k) {
+      const std::size_t at = pass % 2 == 0 ? k : prefill_prompts.size() - 1 - k;
+      log(fmt::format("prefill ({} of {}): {} prompt tokens", pass + 1, kPrefillPasses, prefill_prompts[at]));
+      CalibrationLoad m = RunClosedPoint(target, prefill_prompts[at], 1, 1, 1, ++seed, stop);
+      if (first_error.empty()) first_error = m.first_error;
+      for (measure::RequestRecord& r : m.ok) prefill_ok[at].push_back(std::move(r));
+    }
+  }
+  for (std::size_t at = 0; at < prefill_prompts.size(); ++at) {
+    const std::vector<measure::RequestRecord>& ok = prefill_ok[at];
+    if (ok.empty()) continue;
     std::vector<double> ttft;
-    for (const measure::RequestRecord& r : m.ok) ttft.push_back(TtftMs(r));
+    for (const measure::RequestRecord& r : ok) ttft.push_back(TtftMs(r));
     // Only the tokens the server prefilled: a prompt it found cached costs less.
-    const PromptCount counted = CountedPrompt(m.ok, prompt);
+    const PromptCount counted = CountedPrompt(ok, prefill_prompts[at]);
     if (counted.cached > 0) {
       outcome.notes.push_back(fmt::format("prefill: the server found {:.0f} of {:.0f} prompt tokens cached at {}; the fit "
                                           "uses the tokens it prefilled",
-                                          counted.cached, counted.tokens, prompt));
+                                          counted.cached, counted.tokens, prefill_prompts[at]));
     }
-    prefill_points.push_back({prompt, 1, counted.tokens - counted.cached, MedianOf(ttft), m.ok.size()});
+    prefill_points.push_back({prefill_prompts[at], 1, counted.tokens - counted.cached, MedianOf(ttft), ok.size()});
   }
   // 2. Decode: the median gap between token events of c streams at once, at a short and a long
   // context (2,048 tokens, or half a shorter context). The sweep runs twice, the second time in
@@ -284,11 +329,33 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
 
   std::set<std::uint32_t> decode_prompts;
   for (const CalibrationPoint& p : decode_points) decode_prompts.insert(p.prompt_tokens);
-  CalibrationFit decode = Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
-                              {"base_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points, [](const CalibrationPoint& p) {
-                                return std::vector<double>{static_cast<double>(p.concurrency),
-                                                           p.concurrency * p.context_tokens / 1000};
-                              });
+  // Decode: linear in the streams and their context, or with the multi-token step's fixed cost
+  // when one stream's step is far cheaper than two streams' (points at one stream and at more).
+  const CalibrationFit decode_line =
+      Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
+          {"base_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points, [](const CalibrationPoint& p) {
+            return std::vector<double>{static_cast<double>(p.concurrency), p.concurrency * p.context_tokens / 1000};
+          });
+  const bool one_and_more = std::any_of(decode_points.begin(), decode_points.end(),
+                                        [](const CalibrationPoint& p) { return p.concurrency == 1; }) &&
+                            std::any_of(decode_points.begin(), decode_points.end(),
+                                        [](const CalibrationPoint& p) { return p.concurrency > 1; });
+  const CalibrationFit decode_stepped =
+      one_and_more ? Fit("decode",
+                         "gap_ms = base_ms + multi_token_ms x (streams > 1) + decode_ms_per_seq x streams + "
+                         "kv_ms_per_1k_tokens x streams x context / 1000",
+                         {"base_ms", "multi_token_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points,
+                         [](const CalibrationPoint& p) {
+                           return std::vector<double>{p.concurrency > 1 ? 1.0 : 0.0, static_cast<double>(p.concurrency),
+                                                      p.concurrency * p.context_tokens / 1000};
+                         })
+                   : CalibrationFit{};
+  std::string decode_note;
+  CalibrationFit decode = KeepExtraTerm(decode_line, decode_stepped, MultiTokenShare(decode_stepped),
+                                        "multi-token step cost (one stream's step far cheaper than two streams')",
+                                        decode_note);
+  if (!decode_note.empty()) outcome.notes.push_back(decode_note);
+  const bool stepped = decode.coefficients.size() == 4;
   if (decode.good && decode_prompts.size() < 2) {
     decode.good = false;
     decode.problem = "one prompt length: the per-sequence and per-KV-token costs cannot be told apart";
@@ -305,24 +372,18 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
             return std::vector<double>{p.context_tokens,
                                        static_cast<double>(emulate::PrefillPairs(0, std::llround(p.context_tokens))) / 1e6};
           });
-  const double pair_f = PairTermF(prefill_line, prefill_curve);
-  const double pair_share = PairTermShare(prefill_curve);
-  const bool curve_usable = prefill_curve.good && pair_share >= kPairTermMinShare;
-  const bool curved = curve_usable && (!prefill_line.good || pair_f > kPairTermMinF);
-  const CalibrationFit& prefill = curved ? prefill_curve : prefill_line;
-  if (curve_usable) {
-    const std::string why = !prefill_line.good ? fmt::format("the line alone is not good: {}", prefill_line.problem)
-                                               : fmt::format("F = {:.1f} against the line, {} {}", pair_f,
-                                                             curved ? "above" : "not above", kPairTermMinF);
-    outcome.notes.push_back(fmt::format("prefill: the pair term (attention growing with the prompt's square; {:.0f}% of "
-                                        "the longest prompt's TTFT) is {} ({})",
-                                        100 * pair_share, curved ? "kept" : "left out", why));
-  }
+  std::string prefill_note;
+  const CalibrationFit& prefill = KeepExtraTerm(prefill_line, prefill_curve, PairTermShare(prefill_curve),
+                                                "pair term (attention growing with the prompt's square)", prefill_note);
+  if (!prefill_note.empty()) outcome.notes.push_back(prefill_note);
+  const bool curved = prefill.coefficients.size() == 3;
   emulate::CostModel& cost = outcome.preset.config.cost;
   if (decode.good) {
-    cost.base_ms = decode.coefficients[0];
-    cost.decode_ms_per_seq = decode.coefficients[1];
-    cost.kv_ms_per_1k_tokens = decode.coefficients[2];
+    const std::vector<double>& k = decode.coefficients;
+    cost.base_ms = k[0];
+    cost.multi_token_ms = stepped ? k[1] : 0;
+    cost.decode_ms_per_seq = k[stepped ? 2 : 1];
+    cost.kv_ms_per_1k_tokens = k[stepped ? 3 : 2];
   }
   if (prefill.good) {
     // The prefill step's KV term (kv_tokens = the prompt) is part of the slope.

@@ -4,7 +4,8 @@
 // (emulate/cost_model.h) fitted to a live endpoint from the outside, by a short designed
 // experiment within a time budget:
 //   1. prefill: one request at a time at several prompt lengths P of one chunk (the base preset's
-//      step budget), one output token: TTFT against the tokens the server prefilled (its count
+//      step budget), one output token, in five passes over the lengths (every other one longest
+//      first, against drift): the median TTFT against the tokens the server prefilled (its count
 //      less what it found cached) is a line whose slope is the cost per prompt token (prefill
 //      plus its KV term) and whose intercept is one step's fixed cost plus the client-to-server
 //      overhead; or, when the points curve upwards beyond noise, that line plus the pair term
@@ -13,9 +14,10 @@
 //      engine never runs all c together) at two prompt lengths: the median gap between token
 //      events while all c decode (after the last first token, before the first stream ends) is
 //      one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x (c x context) /
-//      1000 with context = P + half the answer. The sweep runs twice, the second time in
-//      reverse, each point's median over both passes' gaps, so a drifting machine speed does
-//      not tilt the fit.
+//      1000 with context = P + half the answer, or, when one stream's step is far cheaper than
+//      two streams' beyond noise (the pair term's rule), with multi_token_ms x (c > 1) added.
+//      The sweep runs twice, the second time in reverse, each point's median over both passes'
+//      gaps, so a drifting machine speed does not tilt the fit.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,

@@ -371,7 +371,8 @@ class Experiments {
   // One step's time (the preset's costs, fitted by then) with `streams` decoding at `context`.
   double StepMs(double streams, double context) const {
     const emulate::CostModel& c = config_.cost;
-    return c.base_ms + c.decode_ms_per_seq * streams + c.kv_ms_per_1k_tokens * streams * context / 1000;
+    return c.base_ms + (streams > 1 ? c.multi_token_ms : 0) + c.decode_ms_per_seq * streams +
+           c.kv_ms_per_1k_tokens * streams * context / 1000;
   }
 
   void KvCapacity() {

@@ -30,7 +30,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$url" ] || { echo "the emulator did not start: $(cat "$out/emulate.log")" >&2; exit 1; }
-timeout 120 "$bakeoff" bench --url "$url" --rate 4,8 --requests 60 --prompt-tokens 200 --output-tokens 40 \
+timeout 120 "$bakeoff" bench --url "$url" --rate 20,40 --requests 60 --prompt-tokens 200 --output-tokens 40 \
   --metrics-interval 200ms --out "$out/bench" >/dev/null
 cleanup
 emulator_pid=

@@ -76,6 +76,7 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   EXPECT_NEAR(fitted.decode_ms_per_seq, truth.decode_ms_per_seq, 0.25 * truth.decode_ms_per_seq);
   EXPECT_NEAR(fitted.kv_ms_per_1k_tokens, truth.kv_ms_per_1k_tokens, 0.25 * truth.kv_ms_per_1k_tokens);
   EXPECT_EQ(fitted.prefill_ms_per_1m_pairs, 0) << "a linear prefill is fitted with a line";
+  EXPECT_EQ(fitted.multi_token_ms, 0) << "a decode linear in the streams is fitted without the step";
   EXPECT_FALSE(outcome->not_determined.empty());
   fs::remove(out);
 }
@@ -102,18 +103,21 @@ TEST(CalibrateTest, WritesAPresetTheEmulatorReadsWithTheFittedCosts) {
   fs::remove(out);
 }
 
-// A prefill whose attention grows with the prompt's square (a CPU engine's): the points curve
-// upwards, and the fit takes the pair term with the per-token cost beside it.
-TEST(CalibrateTimingTest, RecoversAPrefillThatGrowsWithThePromptsSquare) {
+// A CPU engine's costs (llama.cpp's shape, docs/engines/llama.cpp.md): a prefill whose attention
+// grows with the prompt's square, so the points curve upwards and the fit takes the pair term
+// with the per-token cost beside it; and a step of two streams far dearer than one stream's, so
+// the decode fit takes the multi-token cost.
+TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::CostModel truth;
   truth.base_ms = 4.0;
+  truth.multi_token_ms = 4.0;
   truth.prefill_ms_per_token = 0.02;
   truth.prefill_ms_per_1m_pairs = 20;  // a 4,096-token prompt: 82 ms per token, 168 ms of pairs
   truth.decode_ms_per_seq = 0.05;
   truth.kv_ms_per_1k_tokens = 0.05;
   const fs::path out = PresetPath("calibrated_pairs");
-  // Only the prefill is asserted here: a short decode sweep.
+  // An engine of few slots: 1 to 4 streams.
   Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
@@ -123,9 +127,15 @@ TEST(CalibrateTimingTest, RecoversAPrefillThatGrowsWithThePromptsSquare) {
   const emulate::CostModel& fitted = outcome->preset.config.cost;
   EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.15 * truth.prefill_ms_per_1m_pairs);
   EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
+  const run::CalibrationFit& decode = outcome->fits[1];
+  EXPECT_TRUE(decode.good) << decode.problem;
+  EXPECT_EQ(decode.coefficients.size(), 4u) << decode.formula;
+  EXPECT_NEAR(fitted.multi_token_ms, truth.multi_token_ms, 0.15 * truth.multi_token_ms);
+  EXPECT_NEAR(fitted.base_ms, truth.base_ms, 0.15 * truth.base_ms);
   Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_1m_pairs, fitted.prefill_ms_per_1m_pairs);
+  EXPECT_DOUBLE_EQ(reread->config.cost.multi_token_ms, fitted.multi_token_ms);
   fs::remove(out);
 }
 

@@ -73,6 +73,22 @@ TEST(CostModelTest, PairTermCountsTheCausalAttentionOfEachChunk) {
   EXPECT_NE(ValidateCostModel(model).error().message.find("prefill_ms_per_1m_pairs"), std::string::npos);
 }
 
+// The multi-token cost is paid by a step computing two tokens or more, in any mix, and not by a
+// lone decode token (nor a one-token prompt).
+TEST(CostModelTest, MultiTokenCostIsPaidByEveryStepOfMoreThanOneToken) {
+  CostModel model;
+  model.multi_token_ms = 5;
+  const double lone = StepMillis(model, StepWork{0, 1, 100});
+  EXPECT_DOUBLE_EQ(lone, 6.0 + 0.08 + 0.004);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{1, 0, 1}), 6.0 + 0.06 + 0.00004);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{0, 2, 200}), 6.0 + 5 + 0.16 + 0.008);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{1, 1, 101}), 6.0 + 5 + 0.06 + 0.08 + 0.00404);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{32, 0, 32}), 6.0 + 5 + 32 * 0.06 + 0.00128);
+  model.multi_token_ms = -1;
+  ASSERT_FALSE(ValidateCostModel(model).ok());
+  EXPECT_NE(ValidateCostModel(model).error().message.find("multi_token_ms"), std::string::npos);
+}
+
 TEST(CostModelTest, RejectsNegativeAndNonFiniteCoefficients) {
   CostModel model;
   model.decode_ms_per_seq = -1;
