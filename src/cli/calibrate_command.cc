@@ -167,8 +167,9 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
     fmt::print("{:<8} {:<5} {} point(s){}\n", fit.name, fit.good ? "good" : "POOR", fit.points.size(),
                fit.coefficients.empty()
                    ? ""
-                   : fmt::format("  coefficients [{:.4g}]  R² {:.3f}  RMS residual {:.3g} ms{}",
+                   : fmt::format("  coefficients [{:.4g}]  R² {:.3f}  RMS residual {:.3g} ms ({:.1f}%){}",
                                  fmt::join(fit.coefficients, ", "), fit.r_squared, fit.rms_residual_ms,
+                                 100 * fit.rms_relative_residual,
                                  fit.held_at_zero.empty()
                                      ? ""
                                      : fmt::format("  (held at 0: {})", fmt::join(fit.held_at_zero, ", "))));

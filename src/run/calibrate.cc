@@ -30,10 +30,17 @@ constexpr int kDecodePasses = 2;
 // pass the first test by chance, but not with a term that size.
 constexpr double kExtraTermMinF = 8;
 constexpr double kExtraTermMinShare = 0.05;
+// A point's weight is 1 / ms², its ms taken as at least this (a TTFT or step gap under a
+// microsecond is not a time to weigh a million times more than a millisecond's).
+constexpr double kShortestFittedMs = 1e-3;
 
-// Least squares with every cost at least 0 (stats::FitNonNegative): where the ordinary fit makes
-// one negative (a prefill that grows faster than its prompt pulls the fixed cost under 0), the
-// best fit holds some at 0, and the fit names them.
+// Least squares of the relative residuals (weights 1 / ms²) with every cost at least 0
+// (stats::FitNonNegative). Relative, because timing noise grows with the time: a 2,048-token
+// prompt's TTFT varies by tens of ms where a 32-token one's varies by one, and plain least squares
+// would let the long prompts' noise decide the fit (and hide a curve) while the short prompts,
+// which a workload may be made of, come out tens of percent off. Where the fit makes a cost
+// negative (a prefill that grows faster than its prompt pulls the fixed cost under 0), the best
+// fit holds some at 0, and the fit names them.
 CalibrationFit Fit(std::string name, std::string formula, const std::vector<std::string>& coefficient_names,
                    std::vector<CalibrationPoint> points,
                    const std::function<std::vector<double>(const CalibrationPoint&)>& regressors) {
@@ -43,14 +50,16 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
   fit.points = std::move(points);
   std::vector<std::vector<double>> rows;
   std::vector<double> y;
+  std::vector<double> weights;
   for (const CalibrationPoint& p : fit.points) {
     rows.push_back(regressors(p));
     y.push_back(p.ms);
+    weights.push_back(1 / std::pow(std::max(p.ms, kShortestFittedMs), 2));
   }
   // Two points beyond the coefficients at least, so R² can say something.
   const std::optional<stats::NonNegativeFit> line =
-      fit.points.size() >= coefficient_names.size() + 2 ? stats::FitNonNegative(rows, y) : std::nullopt;
-  const bool collinear = line && !stats::FitLinear(rows, y);
+      fit.points.size() >= coefficient_names.size() + 2 ? stats::FitNonNegative(rows, y, weights) : std::nullopt;
+  const bool collinear = line && !stats::FitLinear(rows, y, weights);
   if (!line || collinear) {
     fit.problem = collinear ? "the points do not tell the costs apart"
                             : fmt::format("{} points do not determine it", fit.points.size());
@@ -59,6 +68,7 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
   fit.coefficients = line->fit.coefficients;
   fit.r_squared = line->fit.r_squared;
   fit.rms_residual_ms = line->fit.rms_residual;
+  fit.rms_relative_residual = std::sqrt(line->fit.weighted_ss_residual / static_cast<double>(fit.points.size()));
   for (std::size_t j = 0; j < coefficient_names.size(); ++j) {
     if (line->held_at_zero[j]) fit.held_at_zero.push_back(coefficient_names[j]);
   }
@@ -72,14 +82,15 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
 }
 
 // The F statistic of adding one term to a fit (`fuller` has one coefficient more than `simpler`):
-// how much of the simpler fit's residual the extra coefficient explains, against the fuller fit's
-// residual variance; 0 when either fit is missing or the fuller one leaves no degrees of freedom.
+// how much of the simpler fit's (relative) residual the extra coefficient explains, against the
+// fuller fit's residual variance; 0 when either fit is missing or the fuller one leaves no degrees
+// of freedom.
 double ExtraTermF(const CalibrationFit& simpler, const CalibrationFit& fuller) {
   const std::size_t n = fuller.points.size();
   const std::size_t k = fuller.coefficients.size();
   if (simpler.coefficients.empty() || k == 0 || n <= k) return 0;
-  const double rss_simpler = simpler.rms_residual_ms * simpler.rms_residual_ms * static_cast<double>(n);
-  const double rss_fuller = fuller.rms_residual_ms * fuller.rms_residual_ms * static_cast<double>(n);
+  const double rss_simpler = simpler.rms_relative_residual * simpler.rms_relative_residual * static_cast<double>(n);
+  const double rss_fuller = fuller.rms_relative_residual * fuller.rms_relative_residual * static_cast<double>(n);
   if (rss_fuller <= 0) return rss_simpler > 0 ? INFINITY : 0;
   return (rss_simpler - rss_fuller) / (rss_fuller / static_cast<double>(n - k));
 }
@@ -136,8 +147,10 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
     out += fmt::format("    {}:\n      formula: {}\n      quality: {}\n", f.name, Quoted(f.formula),
                        f.good ? "good" : Quoted(f.problem));
     if (!f.coefficients.empty()) {
-      out += fmt::format("      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n",
-                         fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms);
+      out += fmt::format(
+          "      coefficients: [{:.6g}]\n      r2: {:.4f}\n      rms_residual_ms: {:.4g}\n      rms_relative_residual: "
+          "{:.4g}\n",
+          fmt::join(f.coefficients, ", "), f.r_squared, f.rms_residual_ms, f.rms_relative_residual);
       if (!f.held_at_zero.empty()) {
         out += fmt::format("      held_at_zero: [{}]  # by the non-negative fit\n", fmt::join(f.held_at_zero, ", "));
       }

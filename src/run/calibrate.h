@@ -19,9 +19,10 @@
 //      The sweep runs twice, the second time in reverse, each point's median over both passes'
 //      gaps, so a drifting machine speed does not tilt the fit.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
+// Both fit relative residuals (timing noise grows with the time; see Fit in calibrate.cc).
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
 // simulator (docs/engine-presets.md), and a `calibration` block: each fit's coefficients, R²,
-// RMS residual and raw points, its quality (costs are fitted non-negative, the ones held at 0
+// RMS residual (in ms and relative) and raw points, its quality (costs are fitted non-negative, the ones held at 0
 // named; a fit under kGoodFitR2, or one where nothing grows with the load, is flagged poor and
 // its figures are not used), the limits found (run/calibrate_limits.h) with their
 // points, and what was not determined. The server's context limit, where it says one, becomes
@@ -79,6 +80,7 @@ struct CalibrationFit {
   std::vector<std::string> held_at_zero;  // coefficients the non-negative fit held at 0
   double r_squared = 0;
   double rms_residual_ms = 0;
+  double rms_relative_residual = 0;  // of residual / measured, what the fit minimised (0.05 = 5%)
   bool good = false;
   std::vector<CalibrationPoint> points;
   std::string problem;  // why it is not good ("" when good)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/rng.h"
+#include "emulate/cost_model.h"
 #include "run/calibration_load.h"
 
 namespace bakeoff::run {
@@ -369,10 +370,9 @@ class Experiments {
   }
 
   // One step's time (the preset's costs, fitted by then) with `streams` decoding at `context`.
-  double StepMs(double streams, double context) const {
-    const emulate::CostModel& c = config_.cost;
-    return c.base_ms + (streams > 1 ? c.multi_token_ms : 0) + c.decode_ms_per_seq * streams +
-           c.kv_ms_per_1k_tokens * streams * context / 1000;
+  double StepMs(std::uint32_t streams, double context) const {
+    const auto kv_tokens = static_cast<std::int64_t>(std::llround(streams * context));
+    return emulate::StepMillis(config_.cost, emulate::StepWork{.decode_seqs = streams, .kv_tokens = kv_tokens});
   }
 
   void KvCapacity() {

@@ -7,6 +7,10 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
+#include "core/file.h"
+#include "emulate/cost_model.h"
 #include "emulate/engine_preset.h"
 #include "emulate/server.h"
 #include "run/calibrate.h"
@@ -27,13 +31,15 @@ emulate::EnginePreset BasePreset() {
 
 // Calibrates the step costs (the limits left out: the Finds*Limits tests measure those) of an
 // emulator on loopback whose costs are `truth`, with up to `max_streams` decoding at once,
-// writing the preset to `out`.
+// writing the preset to `out`. `step_noise_cv`: the emulator's step noise (the base preset's 0.02
+// by default).
 Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, const fs::path& out,
-                                               std::uint32_t max_streams = 32) {
+                                               std::uint32_t max_streams = 32, double step_noise_cv = 0.02) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   emulator.engine = BasePreset().config;
   emulator.engine.cost = truth;
+  emulator.engine.step_noise_cv = step_noise_cv;
   auto server = emulate::EmulatorServer::Start(emulator);
   if (!server.ok()) return server.error();
   run::CalibrateConfig config;
@@ -100,13 +106,26 @@ TEST(CalibrateTest, WritesAPresetTheEmulatorReadsWithTheFittedCosts) {
   EXPECT_DOUBLE_EQ(reread->config.cost.decode_ms_per_seq, fitted.decode_ms_per_seq);
   EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_token, fitted.prefill_ms_per_token);
   EXPECT_EQ(reread->config.kv.num_blocks, BasePreset().config.kv.num_blocks);  // not measured: the base's
+  // Each fit's relative residual is written beside its residual in ms.
+  Result<std::string> text = ReadFile(out);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  for (const run::CalibrationFit& fit : outcome->fits) {
+    ASSERT_FALSE(fit.coefficients.empty()) << fit.name << ": " << fit.problem;
+    EXPECT_GT(fit.rms_relative_residual, 0) << fit.name;
+    EXPECT_NE(text->find(fmt::format("rms_relative_residual: {:.4g}\n", fit.rms_relative_residual)), std::string::npos)
+        << fit.name;
+  }
   fs::remove(out);
 }
 
 // A CPU engine's costs (llama.cpp's shape, docs/engines/llama.cpp.md): a prefill whose attention
 // grows with the prompt's square, so the points curve upwards and the fit takes the pair term
 // with the per-token cost beside it; and a step of two streams far dearer than one stream's, so
-// the decode fit takes the multi-token cost.
+// the decode fit takes the multi-token cost. With small-cpu's step noise (CV 0.1), which grows
+// with the step: a long prompt's TTFT varies by far more than a short one's, and fitted by plain
+// least squares the long prompts' noise bent the line and predicted 256- and 512-token prompts
+// 18-20% long (the twin benchmark's emulated baseline lost its curve to it). Fitted by relative
+// residuals, every length is predicted.
 TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::CostModel truth;
@@ -114,24 +133,34 @@ TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
   truth.multi_token_ms = 4.0;
   truth.prefill_ms_per_token = 0.02;
   truth.prefill_ms_per_1m_pairs = 20;  // a 4,096-token prompt: 82 ms per token, 168 ms of pairs
-  truth.decode_ms_per_seq = 0.05;
-  truth.kv_ms_per_1k_tokens = 0.05;
+  truth.decode_ms_per_seq = 0.5;
+  truth.kv_ms_per_1k_tokens = 0.5;
   const fs::path out = PresetPath("calibrated_pairs");
   // An engine of few slots: 1 to 4 streams.
-  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4);
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
   const run::CalibrationFit& prefill = outcome->fits[0];
-  EXPECT_TRUE(prefill.good) << prefill.problem;
-  EXPECT_EQ(prefill.coefficients.size(), 3u) << prefill.formula;
-  const emulate::CostModel& fitted = outcome->preset.config.cost;
-  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.15 * truth.prefill_ms_per_1m_pairs);
-  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
   const run::CalibrationFit& decode = outcome->fits[1];
-  EXPECT_TRUE(decode.good) << decode.problem;
+  ASSERT_TRUE(prefill.good) << prefill.problem;
+  ASSERT_TRUE(decode.good) << decode.problem;
+  EXPECT_EQ(prefill.coefficients.size(), 3u) << prefill.formula;
   EXPECT_EQ(decode.coefficients.size(), 4u) << decode.formula;
+  const emulate::CostModel& fitted = outcome->preset.config.cost;
+  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.2 * truth.prefill_ms_per_1m_pairs);
+  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
   EXPECT_NEAR(fitted.multi_token_ms, truth.multi_token_ms, 0.15 * truth.multi_token_ms);
   EXPECT_NEAR(fitted.base_ms, truth.base_ms, 0.15 * truth.base_ms);
+  // A prompt's TTFT is one step of it alone; the client-to-server overhead (under a millisecond)
+  // is not in the preset, hence a tolerance not tighter than 15%.
+  for (std::int64_t prompt : {128, 256, 512, 2048}) {
+    const emulate::StepWork alone{
+        .prefill_tokens = prompt, .kv_tokens = prompt, .prefill_pairs = emulate::PrefillPairs(0, prompt)};
+    const double expected = emulate::StepMillis(truth, alone);
+    EXPECT_NEAR(emulate::StepMillis(fitted, alone), expected, 0.15 * expected)
+        << prompt << " prompt tokens; prefill fit [" << fmt::format("{}", fmt::join(prefill.coefficients, ", "))
+        << "], decode fit [" << fmt::format("{}", fmt::join(decode.coefficients, ", ")) << "]";
+  }
   Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_1m_pairs, fitted.prefill_ms_per_1m_pairs);

@@ -91,5 +91,59 @@ TEST(RegressionTest, NonNegativeFitIsTheOrdinaryOneWhereThatIsNonNegative) {
   EXPECT_FALSE(FitNonNegative({{1.0}}, {2.0}));
 }
 
+// Weighted least squares: the closed-form weighted line, unchanged by scaling every weight, and
+// with weights 1 / y² a line whose noise grows with y is recovered where it is precise.
+TEST(RegressionTest, WeightedFitIsTheWeightedLine) {
+  const std::vector<std::vector<double>> rows = {{32}, {128}, {256}, {512}, {1024}, {2048}};
+  // 10 + x with noise of ±10% of the time: tiny at the short points, tens of ms at the long ones.
+  std::vector<double> y;
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    y.push_back((10 + rows[i][0]) * (i % 2 == 0 ? 1.1 : 0.9));
+    weights.push_back(1 / (y.back() * y.back()));
+  }
+  double sw = 0, mx = 0, my = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    sw += weights[i];
+    mx += weights[i] * rows[i][0];
+    my += weights[i] * y[i];
+  }
+  mx /= sw;
+  my /= sw;
+  double sxy = 0, sxx = 0, wss = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    sxy += weights[i] * (rows[i][0] - mx) * (y[i] - my);
+    sxx += weights[i] * (rows[i][0] - mx) * (rows[i][0] - mx);
+  }
+  const double slope = sxy / sxx;
+  const double intercept = my - slope * mx;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    wss += weights[i] * std::pow(y[i] - intercept - slope * rows[i][0], 2);
+  }
+  const std::optional<LinearFit> fit = FitLinear(rows, y, weights);
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->coefficients[0], intercept, 1e-9);
+  EXPECT_NEAR(fit->coefficients[1], slope, 1e-12);
+  EXPECT_NEAR(fit->weighted_ss_residual, wss, 1e-12);
+  // The relative fit keeps the fixed cost near its 10 ms; the plain one is led by the long points.
+  const std::optional<LinearFit> plain = FitLinear(rows, y);
+  ASSERT_TRUE(plain);
+  EXPECT_LT(std::abs(fit->coefficients[0] - 10), 5);
+  EXPECT_GT(std::abs(plain->coefficients[0] - 10), 20);
+  // Scaling every weight changes nothing but the weighted sum.
+  std::vector<double> tripled = weights;
+  for (double& w : tripled) w *= 3;
+  const std::optional<NonNegativeFit> scaled = FitNonNegative(rows, y, tripled);
+  ASSERT_TRUE(scaled);
+  EXPECT_NEAR(scaled->fit.coefficients[0], intercept, 1e-9);
+  EXPECT_NEAR(scaled->fit.weighted_ss_residual, 3 * wss, 1e-12);
+  // Without weights, the weighted sum is the plain one.
+  EXPECT_NEAR(plain->weighted_ss_residual, plain->rms_residual * plain->rms_residual * y.size(), 1e-6);
+  // Weights must be one per point and each above 0.
+  EXPECT_FALSE(FitLinear(rows, y, {1, 2}));
+  EXPECT_FALSE(FitLinear(rows, y, {1, 1, 1, 0, 1, 1}));
+  EXPECT_FALSE(FitNonNegative(rows, y, {1, 1, 1, NAN, 1, 1}));
+}
+
 }  // namespace
 }  // namespace bakeoff::stats
