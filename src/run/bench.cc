@@ -101,7 +101,7 @@ Status CheckContextLimit(const BenchConfig& config, const target::TargetFacts& f
   return Ok{};
 }
 
-// Measures how the server counts prompts; refuses (kInvalidInput) when the run's first prompts
+// Measures how the server counts prompts; refuses (kInvalidInput) when prompts built as the run's
 // would still be off the plan by more than the tolerance.
 Result<target::PromptCalibration> CalibrateWithinTolerance(const BenchConfig& config,
                                                            const target::TargetFacts& facts,

@@ -25,8 +25,11 @@ constexpr std::uint32_t kLargeProbeWords = 400;
 // few percent, so several texts of each size are averaged (the fit then lands within 1-2%).
 constexpr std::uint32_t kSmallProbes = 2;
 constexpr std::uint32_t kLargeProbes = 4;
-// Prompts built as the run's first requests and counted for the check.
+// Prompts built as the run builds its requests and counted for the check, from seeds the run
+// never uses (its seed mixed with this): sending the run's own first prompts would leave them in
+// the server's prefix cache, and the run's first requests would find them there.
 constexpr std::uint32_t kCheckPrompts = 4;
+constexpr std::uint64_t kCheckSeedMix = 0x636865636b6c656eULL;  // "checklen"
 
 Error Stopped() { return MakeError(ErrorCode::kCancelled, "stopped by a signal"); }
 bool StopRequested(const CalibrationPlan& plan) {
@@ -199,7 +202,7 @@ void MeasureByUsageFit(const CalibrationPlan& plan, const load::PromptText& prom
   out.overhead_measured = true;
 }
 
-// Step 3: the run's first prompts, counted by the server.
+// Step 3: prompts built as the run's, counted by the server.
 void Check(const CalibrationPlan& plan, const load::PromptText& prompts, bool usage_works,
            PromptCalibration& out) {
   const std::uint32_t planned = *plan.planned_prompt_tokens;
@@ -207,7 +210,7 @@ void Check(const CalibrationPlan& plan, const load::PromptText& prompts, bool us
   std::uint32_t counted = 0;
   for (std::uint32_t k = 0; k < kCheckPrompts; ++k) {
     const std::string text =
-        prompts.Build(load::PromptWords(planned, out.sizing), load::RequestSeed(plan.seed, 0, k));
+        prompts.Build(load::PromptWords(planned, out.sizing), load::RequestSeed(plan.seed ^ kCheckSeedMix, 0, k));
     Result<std::uint64_t> count = usage_works ? UsagePromptTokens(plan, text, out.probes_sent)
                                               : TokenizeCount(plan, *out.tokenize_dialect, text);
     if (!count.ok()) {

@@ -9,8 +9,9 @@
 //   2. the server's own tokens: `usage.prompt_tokens` of short probe requests (max_tokens 1) minus
 //      what the tokenize route counts for the same text; with no tokenize route, a least-squares
 //      line through the usage of probes of several sizes gives both figures at once;
-//   3. the check: prompts built exactly as the run builds its first requests, counted by the
-//      server (usage, else tokenize plus the overhead), their mean compared with the plan.
+//   3. the check: prompts built exactly as the run builds its requests (from seeds the run does
+//      not use, so none of the run's prompts is left in the server's prefix cache), counted by
+//      the server (usage, else tokenize plus the overhead), their mean compared with the plan.
 // Returns what it measured as a value; it never changes the configuration it was given.
 // Does not own: building the run's prompts (load/prompt_text.h, load/request_builder.h) or
 // deciding whether a deviation is acceptable (the caller holds the tolerance).
@@ -39,7 +40,7 @@ struct CalibrationPlan {
   // Fixed-length steps: the planned prompt length to check; none for trace replay, where every
   // request has its own length and only the sizing is measured.
   std::optional<std::uint32_t> planned_prompt_tokens;
-  std::uint64_t seed = 1;  // the run's seed: the check uses its first prompts
+  std::uint64_t seed = 1;  // the run's seed: the check's prompts are built from seeds mixed from it
   std::optional<std::uint64_t> max_context_tokens;  // probes stay well inside it when known
   const std::atomic<bool>* stop = nullptr;  // when set (a stop signal), no further request is sent
 };

@@ -86,6 +86,39 @@ TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   std::filesystem::remove_all(out);
 }
 
+// The prompt-length check counts prompts built as the run builds them, through the server; it
+// must not send the run's own prompts, or the first requests of every run find them in the
+// server's prefix cache (a validation's lone-request probe of three requests measured its TTFT
+// 2.4 times too short).
+TEST(BenchEmulatorTest, TheLengthCheckLeavesNoneOfTheRunsPromptsCached) {
+  emulate::EmulatorConfig emulator;
+  emulator.port = 0;
+  emulator.engine.kv.prefix_caching = emulate::PrefixCaching::kHashedBlocks;
+  emulator.engine.cost = {.base_ms = 0.5, .prefill_ms_per_token = 0, .decode_ms_per_seq = 0, .kv_ms_per_1k_tokens = 0};
+  auto server = emulate::EmulatorServer::Start(emulator);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const auto out = TempDir("uncached");
+  run::BenchConfig config = LowLoadConfig(server.value()->port(), 256, 4, out);
+  config.run.steps.front().limits.requests = 6;
+  config.run.steps.front().limits.warmup_requests = 0;
+  std::atomic<bool> stop{false};
+  auto result = run::RunBench(config, stop, [](const std::string&) {}, nullptr);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  auto summary = ReadFile(out / "summary.json");
+  ASSERT_TRUE(summary.ok());
+  ASSERT_TRUE(nlohmann::json::parse(summary.value())["prompt_calibration"]["checked"].get<bool>());
+  std::ifstream records(out / "records.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(records, line)) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    EXPECT_EQ(record.value("usage_cached_tokens", -1), 0) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 6);
+  std::filesystem::remove_all(out);
+}
+
 TEST(BenchEmulatorTimingTest, OpenLoopSweepRunsEveryStep) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   emulate::EmulatorConfig emulator;
