@@ -54,6 +54,11 @@ twin() {
     for metric in requests_per_s ttft_p50_ms tpot_p50_ms; do
       fact "$section" "twin.$key.s$i.$metric" "$(jq ".steps[$i].metrics.$metric.error * 100" "$v")"
     done
+    # The lone request just before the load, and the load's error beyond it (run/validate.h).
+    for metric in ttft_p50_ms tpot_p50_ms; do
+      fact "$section" "twin.$key.s$i.lone_$metric" "$(jq ".steps[$i].lone_request.$metric.error * 100" "$v")"
+      fact "$section" "twin.$key.s$i.beyond_$metric" "$(jq ".steps[$i].error_beyond_lone_request.$metric * 100" "$v")"
+    done
   done
 }
 

@@ -18,6 +18,7 @@ constexpr std::uint32_t kMaxCapacityStreams = 64;
 constexpr std::uint64_t kMinRequestsPerLoad = 40;
 constexpr double kBurstyShape = 0.25;  // Gamma shape: inter-arrival CV 1 / sqrt(0.25) = 2
 constexpr std::uint64_t kCapacitySeedMix = 0x6361706163697479ULL;  // "capacity": unlike the step multiplier in load/request_builder.cc
+constexpr std::uint64_t kLoneRequests = 3;  // each load's lone-request probe
 
 LoadJob Job(const ValidateConfig& config, std::vector<load::StepSpec> steps, const std::filesystem::path& out,
             std::uint64_t seed) {
@@ -55,6 +56,25 @@ std::vector<MetricError> CompareStep(const analyze::StepAnalysis& m, const analy
   };
   if (with_slo) out.push_back(Compare("goodput_per_s", m.goodput_per_s, s.goodput_per_s));
   return out;
+}
+
+// A lone request's TTFT and TPOT medians, simulated against measured.
+std::vector<MetricError> CompareLone(const analyze::StepAnalysis& m, const analyze::StepAnalysis& s) {
+  return {Compare("ttft_p50_ms", m.ttft_ms.p50.value, s.ttft_ms.p50.value),
+          Compare("tpot_p50_ms", m.tpot_ms.p50.value, s.tpot_ms.p50.value)};
+}
+
+// The load's error on `metric` once the lone request's error at the same minute is taken out:
+// (1 + load error) / (1 + lone error) - 1; nullopt when either is missing or not finite.
+std::optional<double> BeyondLone(const ValidationStep& v, std::string_view metric) {
+  const auto find = [&](const std::vector<MetricError>& list) -> const MetricError* {
+    const auto it = std::find_if(list.begin(), list.end(), [&](const MetricError& e) { return e.metric == metric; });
+    return it == list.end() || !std::isfinite(it->error) || it->error <= -1 ? nullptr : &*it;
+  };
+  const MetricError* load = find(v.metrics);
+  const MetricError* lone = find(v.lone);
+  if (!load || !lone) return std::nullopt;
+  return (1 + load->error) / (1 + lone->error) - 1;
 }
 
 // The metrics a step must predict within the targets, and how closely.
@@ -123,10 +143,19 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
   outcome.capacity_per_s = capacity->steps[0].request_rate_per_s;
   log(fmt::format("measured capacity: {:.2f} requests/s", outcome.capacity_per_s));
 
-  // 2. The held-out loads, on the endpoint and on the simulator, one schedule.
+  // 2. The held-out loads, on the endpoint and on the simulator, one schedule. Before each, a
+  // lone-request probe: how far the preset is from the endpoint at that minute with nothing else
+  // running, so a load's error can be told from the machine's speed having moved since calibration.
   std::vector<load::StepSpec> steps;
   std::vector<ValidationStep> planned;
+  const Nanos load_window = window - window / 8;  // the rest is the probe's at most
   auto add = [&](double fraction, bool bursty) {
+    load::StepSpec& lone = steps.emplace_back();
+    lone.mode = load::LoopMode::kClosed;
+    lone.concurrency = 1;
+    lone.limits.requests = kLoneRequests;
+    lone.limits.duration = window - load_window;
+    lone.label = fmt::format("lone request before {:.0f}%{}", 100 * fraction, bursty ? " bursty" : "");
     load::StepSpec step;
     step.mode = load::LoopMode::kOpen;
     step.open.rate_per_s = fraction * outcome.capacity_per_s;
@@ -134,8 +163,8 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
     step.open.burstiness = bursty ? kBurstyShape : 1;
     // The window bounds the endpoint's time; the count gives a slow endpoint's load enough requests.
     step.limits.requests = std::max<std::uint64_t>(
-        kMinRequestsPerLoad, static_cast<std::uint64_t>(std::llround(step.open.rate_per_s * ToSeconds(window))));
-    step.limits.duration = window;
+        kMinRequestsPerLoad, static_cast<std::uint64_t>(std::llround(step.open.rate_per_s * ToSeconds(load_window))));
+    step.limits.duration = load_window;
     step.label = bursty ? fmt::format("bursty (CV 2) at {:.0f}%", 100 * fraction)
                         : fmt::format("{:.0f}% of capacity", 100 * fraction);
     ValidationStep v;
@@ -160,12 +189,14 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
       RunLoadJob(simulator, Job(config, steps, config.out_dir / "simulated", config.seed), stop, [](const std::string&) {});
   if (!simulated.ok()) return simulated.error();
 
-  // 3. The errors, step by step.
+  // 3. The errors, load by load (its lone-request probe the step before it).
   const std::size_t done = std::min(measured->steps.size(), simulated->steps.size());
-  for (std::size_t i = 0; i < done; ++i) {
-    if (measured->steps[i].interrupted) break;  // a load cut short is not compared with a whole one
+  for (std::size_t i = 0; 2 * i + 1 < done; ++i) {
+    const analyze::StepAnalysis& measured_load = measured->steps[2 * i + 1];
+    if (measured_load.interrupted) break;  // a load cut short is not compared with a whole one
     ValidationStep v = planned[i];
-    v.metrics = CompareStep(measured->steps[i], simulated->steps[i], !config.slo.empty());
+    v.metrics = CompareStep(measured_load, simulated->steps[2 * i + 1], !config.slo.empty());
+    if (measured->steps[2 * i].ok_requests > 0) v.lone = CompareLone(measured->steps[2 * i], simulated->steps[2 * i]);
     v.why_not = OutOfTolerance(v.metrics);
     v.holds = v.why_not.empty();
     outcome.steps.push_back(std::move(v));
@@ -196,8 +227,19 @@ nlohmann::json ToJson(const ValidationOutcome& outcome, const ValidateConfig& co
                            {"simulated", e.simulated},
                            {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
     }
+    nlohmann::json lone = nlohmann::json::object();
+    for (const MetricError& e : v.lone) {
+      lone[e.metric] = {{"measured", e.measured},
+                        {"simulated", e.simulated},
+                        {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
+    }
+    nlohmann::json beyond = nlohmann::json::object();
+    for (const char* metric : {"ttft_p50_ms", "tpot_p50_ms"}) {
+      if (const std::optional<double> b = BeyondLone(v, metric)) beyond[metric] = *b;
+    }
     nlohmann::json j = {{"label", v.label},   {"fraction_of_capacity", v.fraction}, {"rate_per_s", v.rate_per_s},
-                        {"bursty", v.bursty}, {"metrics", std::move(metrics)},       {"holds", v.holds}};
+                        {"bursty", v.bursty}, {"metrics", std::move(metrics)},       {"holds", v.holds},
+                        {"lone_request", std::move(lone)}, {"error_beyond_lone_request", std::move(beyond)}};
     if (!v.holds) j["why_not"] = v.why_not;
     steps.push_back(std::move(j));
   }
@@ -229,6 +271,13 @@ std::string FormatValidation(const ValidationOutcome& outcome) {
                                                                 : fmt::format(" {:>9.1f}%", 100 * it->error);
     }
     out += v.holds ? "  holds\n" : "  OFF: " + v.why_not + "\n";
+    const std::optional<double> ttft = BeyondLone(v, "ttft_p50_ms");
+    const std::optional<double> tpot = BeyondLone(v, "tpot_p50_ms");
+    if (ttft && tpot) {
+      out += fmt::format("{:<24} a lone request just before: TTFT p50 {:+.1f}%, TPOT p50 {:+.1f}%; the load's error beyond "
+                         "it: TTFT p50 {:+.1f}%, TPOT p50 {:+.1f}%\n",
+                         "", 100 * v.lone[0].error, 100 * v.lone[1].error, 100 * *ttft, 100 * *tpot);
+    }
   }
   out += "error = (simulated - measured) / measured; simulated figures are emulated\n" + outcome.summary + "\n";
   return out;

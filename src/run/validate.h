@@ -9,11 +9,16 @@
 //      budget, or at least 40 requests when the endpoint is slow), run on the
 //      endpoint (bench) and on the simulator with the preset (simulate) on the same schedule: the
 //      same seed gives the same arrival instants and prompts;
+//      Before each load, kLoneRequests requests one at a time (on both sides): the lone request's
+//      TTFT and TPOT medians tell the preset's error with nothing else running at that minute, so
+//      where the endpoint's speed has moved since calibration (a shared machine's does by 20-30%
+//      between minutes, docs/engines/llama.cpp.md) the load's error beyond it is the model's;
 //   3. per step and metric (TTFT and TPOT p50/p90/p99, request and output-token throughput, and
 //      goodput under the SLO when one is given) the prediction error (simulated - measured) /
 //      measured; a step "holds" when throughput is within kThroughputTolerance and the TTFT and
 //      TPOT medians within kMedianTolerance (the targets), and the outcome says from which
-//      load on the model stops holding.
+//      load on the model stops holding. The verdict is on the raw error; the error beyond the
+//      lone request, (1 + load's) / (1 + lone's) - 1, is shown beside it, not judged.
 // Files: DIR/capacity, DIR/measured and DIR/simulated are ordinary run folders (records.jsonl,
 // summary.json, report.html); DIR/validation.json the comparison (docs/engine-presets.md,
 // "Validation").
@@ -70,6 +75,9 @@ struct ValidationStep {
   double rate_per_s = 0;
   bool bursty = false;
   std::vector<MetricError> metrics;
+  // The lone-request probe run just before the load (TTFT and TPOT p50; empty when none was
+  // answered): the preset's error with nothing else running, at that minute.
+  std::vector<MetricError> lone;
   bool holds = false;
   std::string why_not;  // when it does not hold: the metrics out of tolerance
 };

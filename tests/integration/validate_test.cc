@@ -6,6 +6,9 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
+#include "core/file.h"
 #include "emulate/engine_preset.h"
 #include "emulate/server.h"
 #include "run/validate.h"
@@ -88,6 +91,13 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
         const run::MetricError& e = Metric(step, metric);
         if (!(std::abs(e.error) < tolerance)) miss += step.label + ": " + metric + " " + std::to_string(e.error) + "\n";
       }
+      // The lone request just before the load, predicted as closely.
+      EXPECT_EQ(step.lone.size(), 2u) << step.label;
+      for (const run::MetricError& e : step.lone) {
+        if (!(std::abs(e.error) < run::kMedianTolerance)) {
+          miss += step.label + ": lone " + e.metric + " " + std::to_string(e.error) + "\n";
+        }
+      }
     }
     if (miss.empty()) {
       misses.clear();
@@ -106,8 +116,19 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   for (const run::ValidationStep& step : off->steps) {
     EXPECT_FALSE(step.holds) << step.label;
     EXPECT_GT(Metric(step, "tpot_p50_ms").error, 0.5) << step.label;
+    // Wrong with nothing else running too: the lone request's TPOT is predicted as far off.
+    ASSERT_EQ(step.lone.size(), 2u) << step.label;
+    EXPECT_EQ(step.lone[1].metric, "tpot_p50_ms");
+    EXPECT_GT(step.lone[1].error, 0.5) << step.label;
   }
   EXPECT_NE(off->summary.find("stops holding"), std::string::npos) << off->summary;
+  // validation.json carries the probe and the load's error beyond it, (1 + load) / (1 + lone) - 1.
+  Result<std::string> text = ReadFile(dir_ / "wrong" / "validation.json");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const nlohmann::json first = nlohmann::json::parse(*text)["steps"][0];
+  const double load = first["metrics"]["tpot_p50_ms"]["error"].get<double>();
+  const double lone = first["lone_request"]["tpot_p50_ms"]["error"].get<double>();
+  EXPECT_NEAR(first["error_beyond_lone_request"]["tpot_p50_ms"].get<double>(), (1 + load) / (1 + lone) - 1, 1e-9);
 }
 
 TEST(ValidateTest, RefusesAWrongPresetOrShareAndNamesAnEndpointThatServesNothing) {
