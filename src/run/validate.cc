@@ -58,6 +58,17 @@ std::vector<MetricError> CompareStep(const analyze::StepAnalysis& m, const analy
   return out;
 }
 
+// {metric: {measured, simulated, error}}, an error that is not finite as null.
+nlohmann::json MetricsJson(const std::vector<MetricError>& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const MetricError& e : metrics) {
+    out[e.metric] = {{"measured", e.measured},
+                     {"simulated", e.simulated},
+                     {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
+  }
+  return out;
+}
+
 // A lone request's TTFT and TPOT medians, simulated against measured.
 std::vector<MetricError> CompareLone(const analyze::StepAnalysis& m, const analyze::StepAnalysis& s) {
   return {Compare("ttft_p50_ms", m.ttft_ms.p50.value, s.ttft_ms.p50.value),
@@ -221,25 +232,13 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
 nlohmann::json ToJson(const ValidationOutcome& outcome, const ValidateConfig& config) {
   nlohmann::json steps = nlohmann::json::array();
   for (const ValidationStep& v : outcome.steps) {
-    nlohmann::json metrics = nlohmann::json::object();
-    for (const MetricError& e : v.metrics) {
-      metrics[e.metric] = {{"measured", e.measured},
-                           {"simulated", e.simulated},
-                           {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
-    }
-    nlohmann::json lone = nlohmann::json::object();
-    for (const MetricError& e : v.lone) {
-      lone[e.metric] = {{"measured", e.measured},
-                        {"simulated", e.simulated},
-                        {"error", std::isfinite(e.error) ? nlohmann::json(e.error) : nlohmann::json(nullptr)}};
-    }
     nlohmann::json beyond = nlohmann::json::object();
     for (const char* metric : {"ttft_p50_ms", "tpot_p50_ms"}) {
       if (const std::optional<double> b = BeyondLone(v, metric)) beyond[metric] = *b;
     }
     nlohmann::json j = {{"label", v.label},   {"fraction_of_capacity", v.fraction}, {"rate_per_s", v.rate_per_s},
-                        {"bursty", v.bursty}, {"metrics", std::move(metrics)},       {"holds", v.holds},
-                        {"lone_request", std::move(lone)}, {"error_beyond_lone_request", std::move(beyond)}};
+                        {"bursty", v.bursty}, {"metrics", MetricsJson(v.metrics)},   {"holds", v.holds},
+                        {"lone_request", MetricsJson(v.lone)}, {"error_beyond_lone_request", std::move(beyond)}};
     if (!v.holds) j["why_not"] = v.why_not;
     steps.push_back(std::move(j));
   }
