@@ -63,6 +63,8 @@ struct EmulateFlags {
   double fault_stall_ms = 0.0;
   double fault_stall_rate = 0.0;
   long long fault_crash_after = 0;
+  long long fault_slow_after = 0;
+  double fault_slow_factor = 2.0;
   bool fault_health_lies = false;
   bool fault_no_done = false;
   double fault_stream_error_rate = 0.0;
@@ -133,6 +135,12 @@ std::string CheckFlags(const EmulateFlags& f) {
   }
   if (f.fault_crash_after < 0) {
     return bad("--fault-crash-after", "must be >= 0", std::to_string(f.fault_crash_after));
+  }
+  if (f.fault_slow_after < 0) {
+    return bad("--fault-slow-after", "must be >= 0", std::to_string(f.fault_slow_after));
+  }
+  if (!(f.fault_slow_factor > 0 && f.fault_slow_factor <= 100)) {
+    return bad("--fault-slow-factor", "must be in (0, 100]", fmt::format("{}", f.fault_slow_factor));
   }
   if (f.on_sigterm != "drain" && f.on_sigterm != "abort" && f.on_sigterm != "exit" &&
       f.on_sigterm != "cut" && f.on_sigterm != "crash" && f.on_sigterm != "ignore") {
@@ -248,6 +256,8 @@ int RunEmulate(const EmulateFlags& f) {
   config.faults.stall = FromMillis(f.fault_stall_ms);
   config.faults.stall_rate = f.fault_stall_rate;
   config.faults.crash_after = static_cast<std::uint64_t>(f.fault_crash_after);
+  config.faults.slow_after = static_cast<std::uint64_t>(f.fault_slow_after);
+  config.faults.slow_factor = f.fault_slow_factor;
   config.faults.health_lies = f.fault_health_lies;
   config.faults.no_done = f.fault_no_done;
   config.faults.stream_error_rate = f.fault_stream_error_rate;
@@ -424,6 +434,13 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   command->add_option("--fault-crash-after", flags->fault_crash_after,
                       "Fault: exit abruptly (status 1) when the N-th generation request arrives")
+      ->capture_default_str();
+  command->add_option("--fault-slow-after", flags->fault_slow_after,
+                      "Fault: from the N-th generation request on, every step takes --fault-slow-factor times as long "
+                      "(0 = never)")
+      ->capture_default_str();
+  command->add_option("--fault-slow-factor", flags->fault_slow_factor,
+                      "Fault: how much longer every step takes after --fault-slow-after (below 1: faster)")
       ->capture_default_str();
   command->add_flag("--fault-health-lies", flags->fault_health_lies,
                     "Fault: /health says 200 during start-up while the API still answers 503");

@@ -940,6 +940,9 @@ void EmulatorServer::Impl::BeginStep(MonoTime start) {
   std::optional<StepPlan> plan = scheduler_.BeginStep(start);
   PublishQueueStats();
   if (!plan) return;  // idle until the next arrival
+  if (config_.faults.slow_after > 0 && generation_requests_ >= config_.faults.slow_after) {
+    plan->end = start + Nanos(std::llround(static_cast<double>((plan->end - start).count()) * config_.faults.slow_factor));
+  }
   step_end_ = plan->end;
   step_timer_.expires_at(plan->end);
   step_timer_.async_wait([this](beast::error_code ec) {

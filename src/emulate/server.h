@@ -59,6 +59,10 @@ struct FaultConfig {
   // When the N-th generation request arrives, the server stops hard: every connection is reset
   // (that request is never answered), the listener closes and on_crash runs. 0 = never.
   std::uint64_t crash_after = 0;
+  // From the N-th generation request on, every step lasts slow_factor times what the cost model
+  // says: a machine whose speed changes mid-run (a noisy neighbour, thermal throttling). 0 = never.
+  std::uint64_t slow_after = 0;
+  double slow_factor = 1.0;
   // /health answers 200 from the start, while the API still answers 503 until ready.
   bool health_lies = false;
   // Streams end without `data: [DONE]`.

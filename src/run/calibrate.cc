@@ -30,6 +30,10 @@ constexpr int kDecodePasses = 2;
 // pass the first test by chance, but not with a term that size.
 constexpr double kExtraTermMinF = 8;
 constexpr double kExtraTermMinShare = 0.05;
+// A calibration whose passes differ in speed by more than this (the slowest pass's factor over
+// the fastest's, less 1) says so: the fits pool the passes, so the preset describes an average of
+// machines. Above the few percent that step noise gives a pass's median over the points.
+constexpr double kSpeedChangeNote = 0.15;
 // A point's weight is 1 / ms², its ms taken as at least this (a TTFT or step gap under a
 // microsecond is not a time to weigh a million times more than a millisecond's).
 constexpr double kShortestFittedMs = 1e-3;
@@ -136,6 +140,39 @@ const CalibrationFit& KeepExtraTerm(const CalibrationFit& simpler, const Calibra
 
 std::string Quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
 
+// Each pass's speed against the points' own: for every point measured in two passes or more, each
+// pass's figure over that point's median across its passes; per pass, the median of those ratios
+// (1 = as usual, 1.2 = 20% slower). `by_point[i][p]` is point i's figure in pass p, 0 when none.
+// Passes no point compares are left off the end.
+std::vector<double> PassFactors(const std::vector<std::vector<double>>& by_point) {
+  std::vector<std::vector<double>> ratios;
+  for (const std::vector<double>& passes : by_point) {
+    std::vector<double> measured;
+    for (double ms : passes) {
+      if (ms > 0) measured.push_back(ms);
+    }
+    if (measured.size() < 2) continue;
+    const double median = MedianOf(measured);
+    if (ratios.size() < passes.size()) ratios.resize(passes.size());
+    for (std::size_t p = 0; p < passes.size(); ++p) {
+      if (passes[p] > 0) ratios[p].push_back(passes[p] / median);
+    }
+  }
+  std::vector<double> factors;
+  for (const std::vector<double>& pass : ratios) {
+    if (pass.empty()) break;
+    factors.push_back(MedianOf(pass));
+  }
+  return factors;
+}
+
+// The slowest pass's factor over the fastest's, less 1; 0 with fewer than two.
+double SpeedChange(const std::vector<double>& factors) {
+  if (factors.size() < 2) return 0;
+  const auto [fastest, slowest] = std::minmax_element(factors.begin(), factors.end());
+  return *slowest / *fastest - 1;
+}
+
 // The calibration block of the preset: YAML the preset reader skips (docs/engine-presets.md).
 std::string CalibrationYaml(const CalibrateConfig& config, const std::string& model, const CalibrationOutcome& outcome) {
   std::string out = "calibration:\n";
@@ -161,6 +198,14 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
                          p.ms, p.requests);
     }
   }
+  if (!outcome.prefill_pass_speed.empty() || !outcome.decode_pass_speed.empty()) {
+    out += fmt::format(
+        "  pass_speed:  # each pass's time over the points' median across passes (1 = as usual; > 1 slower)\n"
+        "    prefill: [{:.3f}]\n    decode: [{:.3f}]\n    changed: {}  # the slowest pass over the fastest beyond {}\n",
+        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "),
+        std::max(SpeedChange(outcome.prefill_pass_speed), SpeedChange(outcome.decode_pass_speed)) > kSpeedChangeNote,
+        kSpeedChangeNote);
+  }
   out += "  limits:\n";
   for (const LimitFinding& f : outcome.limits) {
     out += fmt::format("    {}:\n      determined: {}\n      finding: {}\n      points:  # {}\n", f.setting,
@@ -185,16 +230,17 @@ struct DecodeSample {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t streams = 0;
   std::vector<double> gaps;       // ms per token, every pass's
+  std::vector<double> pass_median = std::vector<double>(kDecodePasses, 0);  // each pass's median gap; 0 = none
   double context_tokens = 0;      // the passes' mean contexts, summed
   int passes = 0;                 // passes that gave gaps
   std::uint64_t requests = 0;
   bool never_together = false;    // the engine never ran all its streams at once
 };
 
-// Adds one pass's gaps to `sample`: only those while every stream decodes, after the last
+// Adds pass `pass`'s gaps to `sample`: only those while every stream decodes, after the last
 // stream's first token (every prompt is prefilled) and before the first one ends. False when
 // there are none.
-bool AddDecodeGaps(const std::vector<measure::RequestRecord>& ok, DecodeSample& sample) {
+bool AddDecodeGaps(const std::vector<measure::RequestRecord>& ok, int pass, DecodeSample& sample) {
   MonoTime all_started = MonoTime::min(), first_done = MonoTime::max();
   double output_tokens = 0;
   for (const measure::RequestRecord& r : ok) {
@@ -211,6 +257,7 @@ bool AddDecodeGaps(const std::vector<measure::RequestRecord>& ok, DecodeSample& 
     }
   }
   if (sample.gaps.size() == before) return false;
+  sample.pass_median[pass] = MedianOf({sample.gaps.begin() + static_cast<std::ptrdiff_t>(before), sample.gaps.end()});
   sample.context_tokens += CountedPrompt(ok, sample.prompt_tokens).tokens + output_tokens / 2;
   sample.passes += 1;
   sample.requests += ok.size();
@@ -265,15 +312,20 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   // Each pass sends one request of every length, every other pass longest first, so a machine
   // whose speed drifts meanwhile slows every length alike instead of bending the line.
   std::vector<std::vector<measure::RequestRecord>> prefill_ok(prefill_prompts.size());
+  std::vector<std::vector<double>> prefill_by_pass(prefill_prompts.size(), std::vector<double>(kPrefillPasses, 0));
   for (std::uint32_t pass = 0; pass < kPrefillPasses; ++pass) {
     for (std::size_t k = 0; k < prefill_prompts.size() && !over_budget(); ++k) {
       const std::size_t at = pass % 2 == 0 ? k : prefill_prompts.size() - 1 - k;
       log(fmt::format("prefill ({} of {}): {} prompt tokens", pass + 1, kPrefillPasses, prefill_prompts[at]));
       CalibrationLoad m = RunClosedPoint(target, prefill_prompts[at], 1, 1, 1, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
-      for (measure::RequestRecord& r : m.ok) prefill_ok[at].push_back(std::move(r));
+      for (measure::RequestRecord& r : m.ok) {
+        prefill_by_pass[at][pass] = TtftMs(r);
+        prefill_ok[at].push_back(std::move(r));
+      }
     }
   }
+  outcome.prefill_pass_speed = PassFactors(prefill_by_pass);
   for (std::size_t at = 0; at < prefill_prompts.size(); ++at) {
     const std::vector<measure::RequestRecord>& ok = prefill_ok[at];
     if (ok.empty()) continue;
@@ -318,7 +370,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                             sample.streams - m.ok.size(), sample.streams, sample.prompt_tokens));
         continue;
       }
-      if (!AddDecodeGaps(m.ok, sample) && sample.passes == 0) {
+      if (!AddDecodeGaps(m.ok, pass, sample) && sample.passes == 0) {
         // More streams than the engine runs at once: more would not either.
         outcome.notes.push_back(fmt::format("decode: {} streams of {} prompt tokens never all decoded at once; the "
                                             "point is left out, and more streams are not tried",
@@ -330,15 +382,30 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     }
   }
   std::vector<CalibrationPoint> decode_points;
+  std::vector<std::vector<double>> decode_by_pass;
   for (const DecodeSample& sample : decode_samples) {
     if (sample.never_together || sample.gaps.empty()) continue;
     decode_points.push_back({sample.prompt_tokens, sample.streams, sample.context_tokens / sample.passes,
                              MedianOf(sample.gaps), sample.requests});
+    decode_by_pass.push_back(sample.pass_median);
   }
   if (config.costs && prefill_points.empty() && decode_points.empty()) {
     return NothingMeasured(config, stop, first_error);
   }
   if (!first_error.empty()) outcome.notes.push_back("some requests failed, e.g. " + first_error);
+  // An endpoint whose speed changed between passes: said, with each pass's factor.
+  outcome.decode_pass_speed = PassFactors(decode_by_pass);
+  const double prefill_change = SpeedChange(outcome.prefill_pass_speed);
+  const double decode_change = SpeedChange(outcome.decode_pass_speed);
+  if (std::max(prefill_change, decode_change) > kSpeedChangeNote) {
+    outcome.notes.push_back(fmt::format(
+        "the endpoint's speed changed during calibration: the prefill passes took [{:.2f}] and the decode passes "
+        "[{:.2f}] times each point's median (the slowest pass {:.0f}% and {:.0f}% over the fastest); the fits pool the "
+        "passes, so the preset describes an average of them: validate it (--validate), whose lone-request probes show "
+        "the speed at each load",
+        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "), 100 * prefill_change,
+        100 * decode_change));
+  }
 
   std::set<std::uint32_t> decode_prompts;
   for (const CalibrationPoint& p : decode_points) decode_prompts.insert(p.prompt_tokens);

@@ -18,6 +18,8 @@
 //      two streams' beyond noise (the pair term's rule), with multi_token_ms x (c > 1) added.
 //      The sweep runs twice, the second time in reverse, each point's median over both passes'
 //      gaps, so a drifting machine speed does not tilt the fit.
+// Each pass's speed against the points' median across passes is kept (and a change of more than
+// 15% said): an endpoint whose speed changed mid-run yields a preset of an average machine.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
 // Both fit relative residuals (timing noise grows with the time; see Fit in calibrate.cc).
 // The preset it writes is the base preset with the fitted costs, parseable by the emulator and
@@ -92,6 +94,11 @@ struct CalibrationOutcome {
   std::vector<LimitFinding> limits;  // run/calibrate_limits.h, in its order
   std::vector<std::string> not_determined;
   std::vector<std::string> notes;
+  // Each pass's speed against the points' median across passes (1 = as usual, 1.2 = 20% slower;
+  // empty when no point was measured twice): an endpoint whose speed changed mid-run shows here,
+  // and a spread beyond 15% is said in `notes`.
+  std::vector<double> prefill_pass_speed;
+  std::vector<double> decode_pass_speed;
   bool interrupted = false;
   std::string preset_text;  // as written to config.out
 };

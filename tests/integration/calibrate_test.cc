@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -34,12 +35,14 @@ emulate::EnginePreset BasePreset() {
 // writing the preset to `out`. `step_noise_cv`: the emulator's step noise (the base preset's 0.02
 // by default).
 Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, const fs::path& out,
-                                               std::uint32_t max_streams = 32, double step_noise_cv = 0.02) {
+                                               std::uint32_t max_streams = 32, double step_noise_cv = 0.02,
+                                               const emulate::FaultConfig& faults = {}) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   emulator.engine = BasePreset().config;
   emulator.engine.cost = truth;
   emulator.engine.step_noise_cv = step_noise_cv;
+  emulator.faults = faults;
   auto server = emulate::EmulatorServer::Start(emulator);
   if (!server.ok()) return server.error();
   run::CalibrateConfig config;
@@ -58,6 +61,11 @@ Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, 
 
 fs::path PresetPath(const std::string& name) {
   return fs::temp_directory_path() / ("bakeoff_" + name + "_" + std::to_string(::getpid()) + ".yaml");
+}
+
+bool HasNote(const run::CalibrationOutcome& outcome, std::string_view text) {
+  return std::any_of(outcome.notes.begin(), outcome.notes.end(),
+                     [&](const std::string& note) { return note.find(text) != std::string::npos; });
 }
 
 TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
@@ -84,6 +92,8 @@ TEST(CalibrateTimingTest, RecoversTheEmulatedEnginesStepCosts) {
   EXPECT_EQ(fitted.prefill_ms_per_1m_pairs, 0) << "a linear prefill is fitted with a line";
   EXPECT_EQ(fitted.multi_token_ms, 0) << "a decode linear in the streams is fitted without the step";
   EXPECT_FALSE(outcome->not_determined.empty());
+  // An endpoint of one speed throughout is not said to have changed.
+  EXPECT_FALSE(HasNote(*outcome, "speed changed")) << fmt::format("{}", fmt::join(outcome->notes, "\n"));
   fs::remove(out);
 }
 
@@ -115,6 +125,34 @@ TEST(CalibrateTest, WritesAPresetTheEmulatorReadsWithTheFittedCosts) {
     EXPECT_NE(text->find(fmt::format("rms_relative_residual: {:.4g}\n", fit.rms_relative_residual)), std::string::npos)
         << fit.name;
   }
+  fs::remove(out);
+}
+
+// An endpoint that slows down mid-run (every step twice as long from a request during the
+// prefill's passes on): the calibration still writes its preset, and says the speed changed, with
+// each pass's factor, in its notes and in the preset.
+TEST(CalibrateTest, SaysWhenTheEndpointsSpeedChangesMidRun) {
+  emulate::CostModel truth;
+  truth.base_ms = 3.0;
+  truth.prefill_ms_per_token = 0.005;
+  truth.decode_ms_per_seq = 0.05;
+  truth.kv_ms_per_1k_tokens = 0.02;
+  emulate::FaultConfig faults;
+  faults.slow_after = 30;  // after the prompt-length probes, within the prefill's 5 passes of 9 lengths
+  faults.slow_factor = 2.0;
+  const fs::path out = PresetPath("calibrated_slowing");
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 2, 0.02, faults);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  ASSERT_EQ(outcome->prefill_pass_speed.size(), 5u);
+  const auto [fastest, slowest] =
+      std::minmax_element(outcome->prefill_pass_speed.begin(), outcome->prefill_pass_speed.end());
+  EXPECT_GT(*slowest / *fastest, 1.4) << fmt::format("{}", fmt::join(outcome->prefill_pass_speed, ", "));
+  EXPECT_LT(outcome->prefill_pass_speed.front(), outcome->prefill_pass_speed.back());
+  EXPECT_TRUE(HasNote(*outcome, "speed changed during calibration")) << fmt::format("{}", fmt::join(outcome->notes, "\n"));
+  Result<std::string> text = ReadFile(out);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_NE(text->find("changed: true"), std::string::npos);
+  EXPECT_TRUE(emulate::LoadEnginePreset(out).ok());
   fs::remove(out);
 }
 
