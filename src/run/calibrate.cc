@@ -173,6 +173,10 @@ double SpeedChange(const std::vector<double>& factors) {
   return *slowest / *fastest - 1;
 }
 
+bool SpeedChanged(const CalibrationOutcome& outcome) {
+  return std::max(SpeedChange(outcome.prefill_pass_speed), SpeedChange(outcome.decode_pass_speed)) > kSpeedChangeNote;
+}
+
 // The calibration block of the preset: YAML the preset reader skips (docs/engine-presets.md).
 std::string CalibrationYaml(const CalibrateConfig& config, const std::string& model, const CalibrationOutcome& outcome) {
   std::string out = "calibration:\n";
@@ -202,8 +206,7 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
     out += fmt::format(
         "  pass_speed:  # each pass's time over the points' median across passes (1 = as usual; > 1 slower)\n"
         "    prefill: [{:.3f}]\n    decode: [{:.3f}]\n    changed: {}  # the slowest pass over the fastest beyond {}\n",
-        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "),
-        std::max(SpeedChange(outcome.prefill_pass_speed), SpeedChange(outcome.decode_pass_speed)) > kSpeedChangeNote,
+        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "), SpeedChanged(outcome),
         kSpeedChangeNote);
   }
   out += "  limits:\n";
@@ -395,16 +398,14 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   if (!first_error.empty()) outcome.notes.push_back("some requests failed, e.g. " + first_error);
   // An endpoint whose speed changed between passes: said, with each pass's factor.
   outcome.decode_pass_speed = PassFactors(decode_by_pass);
-  const double prefill_change = SpeedChange(outcome.prefill_pass_speed);
-  const double decode_change = SpeedChange(outcome.decode_pass_speed);
-  if (std::max(prefill_change, decode_change) > kSpeedChangeNote) {
+  if (SpeedChanged(outcome)) {
     outcome.notes.push_back(fmt::format(
         "the endpoint's speed changed during calibration: the prefill passes took [{:.2f}] and the decode passes "
         "[{:.2f}] times each point's median (the slowest pass {:.0f}% and {:.0f}% over the fastest); the fits pool the "
         "passes, so the preset describes an average of them: validate it (--validate), whose lone-request probes show "
         "the speed at each load",
-        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "), 100 * prefill_change,
-        100 * decode_change));
+        fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "),
+        100 * SpeedChange(outcome.prefill_pass_speed), 100 * SpeedChange(outcome.decode_pass_speed)));
   }
 
   std::set<std::uint32_t> decode_prompts;
