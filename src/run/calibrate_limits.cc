@@ -151,11 +151,17 @@ class Experiments {
     Keep(std::move(f));
   }
 
+  // How long a trace point's requests may run after its last send: what is left of the budget, at
+  // least a minute. The chunked-prefill streams must outlast a long prefill, and with a multi-token
+  // step and a growing KV their answers took more than the load's default minute (the twin
+  // benchmark's emulated baseline had them cancelled).
+  Nanos DrainTimeout() const { return std::max<Nanos>(e_.budget_left(), std::chrono::minutes(1)); }
+
   // One request of the trace, alone; nullopt (and a note) when it failed.
   std::optional<measure::RequestRecord> One(workload::TraceRequest request, std::uint32_t block_tokens,
                                             const std::string& what) {
     const workload::Trace trace = TraceOf({std::move(request)}, block_tokens);
-    CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_);
+    CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_, DrainTimeout());
     if (load.ok.empty()) {
       Failed(load, 1, what);
       return std::nullopt;
@@ -296,7 +302,7 @@ class Experiments {
     }
     const workload::Trace trace = TraceOf({TraceRequestOf(0, kBurstPrompt, output), TraceRequestOf(0, kBurstPrompt, output),
                                            TraceRequestOf(arrive_ms / 1000, long_prompt_, 1)});
-    const CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_);
+    const CalibrationLoad load = RunTracePoint(e_.target, trace, ++seed_, stop_, DrainTimeout());
     const auto long_one = std::find_if(load.ok.begin(), load.ok.end(),
                                        [&](const auto& r) { return r.prompt_tokens_planned == long_prompt_; });
     const auto streaming = std::find_if(load.ok.begin(), load.ok.end(),

@@ -72,13 +72,15 @@ CalibrationLoad RunClosedPoint(const load::TargetSpec& target, std::uint32_t pro
 }
 
 CalibrationLoad RunTracePoint(const load::TargetSpec& target, const workload::Trace& trace, std::uint64_t seed,
-                              const std::atomic<bool>& stop) {
+                              const std::atomic<bool>& stop, Nanos drain_timeout) {
   load::StepSpec step;
   step.mode = load::LoopMode::kTrace;
   step.trace = &trace;
   step.limits.requests = trace.requests.size();
   step.label = "calibration trace";
-  return Run(OneStep(target, std::move(step), seed), stop);
+  load::RunSpec spec = OneStep(target, std::move(step), seed);
+  spec.drain_timeout = drain_timeout;
+  return Run(spec, stop);
 }
 
 PromptCount CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {

@@ -37,9 +37,10 @@ CalibrationLoad RunClosedPoint(const load::TargetSpec& target, std::uint32_t pro
                                std::uint64_t seed, const std::atomic<bool>& stop);
 
 // The trace's requests at its arrival instants (its prefix ids become shared prompt text,
-// load/trace_prompt.h), each answer forced to its output_tokens where the template can.
+// load/trace_prompt.h), each answer forced to its output_tokens where the template can. Requests
+// still running `drain_timeout` after the last send are cancelled.
 CalibrationLoad RunTracePoint(const load::TargetSpec& target, const workload::Trace& trace, std::uint64_t seed,
-                              const std::atomic<bool>& stop);
+                              const std::atomic<bool>& stop, Nanos drain_timeout);
 
 // The prompt length the server counted, on average (the planned one without usage), and of it
 // the tokens it found in its prefix cache (0 when it does not say).
