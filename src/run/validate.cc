@@ -75,16 +75,18 @@ std::vector<MetricError> CompareLone(const analyze::StepAnalysis& m, const analy
           Compare("tpot_p50_ms", m.tpot_ms.p50.value, s.tpot_ms.p50.value)};
 }
 
+// The entry for `metric` in `list` with a finite error, or nullptr.
+const MetricError* FindMetric(const std::vector<MetricError>& list, std::string_view metric) {
+  const auto it = std::find_if(list.begin(), list.end(), [&](const MetricError& e) { return e.metric == metric; });
+  return it == list.end() || !std::isfinite(it->error) ? nullptr : &*it;
+}
+
 // The load's error on `metric` once the lone request's error at the same minute is taken out:
-// (1 + load error) / (1 + lone error) - 1; nullopt when either is missing or not finite.
+// (1 + load error) / (1 + lone error) - 1; nullopt when either is missing, not finite or -100%.
 std::optional<double> BeyondLone(const ValidationStep& v, std::string_view metric) {
-  const auto find = [&](const std::vector<MetricError>& list) -> const MetricError* {
-    const auto it = std::find_if(list.begin(), list.end(), [&](const MetricError& e) { return e.metric == metric; });
-    return it == list.end() || !std::isfinite(it->error) || it->error <= -1 ? nullptr : &*it;
-  };
-  const MetricError* load = find(v.metrics);
-  const MetricError* lone = find(v.lone);
-  if (!load || !lone) return std::nullopt;
+  const MetricError* load = FindMetric(v.metrics, metric);
+  const MetricError* lone = FindMetric(v.lone, metric);
+  if (!load || !lone || lone->error <= -1) return std::nullopt;
   return (1 + load->error) / (1 + lone->error) - 1;
 }
 
@@ -265,17 +267,18 @@ std::string FormatValidation(const ValidationOutcome& outcome) {
     out += fmt::format("{:<24} {:>8.2f}", v.label, v.rate_per_s);
     for (const char* metric : {"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s",
                                "output_tokens_per_s"}) {
-      const auto it = std::find_if(v.metrics.begin(), v.metrics.end(), [&](const MetricError& e) { return e.metric == metric; });
-      out += it == v.metrics.end() || !std::isfinite(it->error) ? fmt::format(" {:>10}", "-")
-                                                                : fmt::format(" {:>9.1f}%", 100 * it->error);
+      const MetricError* e = FindMetric(v.metrics, metric);
+      out += e ? fmt::format(" {:>9.1f}%", 100 * e->error) : fmt::format(" {:>10}", "-");
     }
     out += v.holds ? "  holds\n" : "  OFF: " + v.why_not + "\n";
     const std::optional<double> ttft = BeyondLone(v, "ttft_p50_ms");
     const std::optional<double> tpot = BeyondLone(v, "tpot_p50_ms");
-    if (ttft && tpot) {
+    if (ttft && tpot) {  // so both lone errors are there
+      const double lone_ttft = FindMetric(v.lone, "ttft_p50_ms")->error;
+      const double lone_tpot = FindMetric(v.lone, "tpot_p50_ms")->error;
       out += fmt::format("{:<24} a lone request just before: TTFT p50 {:+.1f}%, TPOT p50 {:+.1f}%; the load's error beyond "
                          "it: TTFT p50 {:+.1f}%, TPOT p50 {:+.1f}%\n",
-                         "", 100 * v.lone[0].error, 100 * v.lone[1].error, 100 * *ttft, 100 * *tpot);
+                         "", 100 * lone_ttft, 100 * lone_tpot, 100 * *ttft, 100 * *tpot);
     }
   }
   out += "error = (simulated - measured) / measured; simulated figures are emulated\n" + outcome.summary + "\n";
