@@ -178,10 +178,10 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
     fmt::print("{:<15} {}\n", found.setting, found.finding);
   }
   const emulate::CostModel& cost = outcome->preset.config.cost;
-  fmt::print("cost: base_ms {:.4g}, multi_token_ms {:.4g}, prefill_ms_per_token {:.4g}, prefill_ms_per_1m_pairs {:.4g}, "
+  fmt::print("cost: base_ms {:.4g}, multi_token_ms {:.4g}, prefill_ms_per_token {:.4g}, prefill_ms_per_1m_pairs {:.4g}{}, "
              "decode_ms_per_seq {:.4g}, kv_ms_per_1k_tokens {:.4g}\n",
              cost.base_ms, cost.multi_token_ms, cost.prefill_ms_per_token, cost.prefill_ms_per_1m_pairs,
-             cost.decode_ms_per_seq, cost.kv_ms_per_1k_tokens);
+             cost.whole_batch_attention ? " (whole-batch attention)" : "", cost.decode_ms_per_seq, cost.kv_ms_per_1k_tokens);
   for (const std::string& note : outcome->notes) log(note);
   for (const std::string& what : outcome->not_determined) log("not determined: " + what);
   fmt::print("preset: {}\n", f.out);

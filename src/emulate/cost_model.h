@@ -18,7 +18,13 @@
 // (cached or prefilled before), the pairs its causal attention computes: c * s + c * (c + 1) / 2,
 // so P * (P + 1) / 2 for a whole P-token prompt. The pair term is attention that grows with the
 // prompt's square, which shows where attention is not the memory-bound kernel the KV term models
-// (a CPU engine without flash attention); 0 by default. multi_token_ms is the fixed extra cost of
+// (a CPU engine without flash attention); 0 by default. With whole_batch_attention, prefill_pairs
+// is instead prefill_tokens * kv_tokens: every prompt token of the step attends every KV token the
+// step's sequences hold, its own and the other sequences' alike, as a unified KV cache attended
+// whole does (llama.cpp b4748 on a CPU: each token of a batch is scored against every cache cell up
+// to the highest in use, masked; docs/engines/llama.cpp.md). A prompt arriving while other streams
+// decode then costs more than the same prompt alone; a lone P-token prompt has P * P pairs.
+// multi_token_ms is the fixed extra cost of
 // a step that computes two or more tokens (prefill tokens plus decoding sequences) over one that
 // computes a lone decode token: an engine whose kernels take a matrix-vector path for one token
 // and a matrix-matrix path for more pays it as a jump in the step time from one stream to two
@@ -48,6 +54,7 @@ struct CostModel {
   double multi_token_ms = 0;           // extra fixed cost of a step computing more than one token
   double prefill_ms_per_token = 0.06;  // per prompt token prefilled in the step
   double prefill_ms_per_1m_pairs = 0;  // per million query-key pairs of the step's prefill attention
+  bool whole_batch_attention = false;  // those pairs: prefill tokens x the step's KV tokens (above)
   double decode_ms_per_seq = 0.08;     // per sequence decoding in the step
   double kv_ms_per_1k_tokens = 0.04;   // per 1000 KV-cache tokens attended in the step
   double grammar_ms_per_token = 0.05;  // per decoding sequence under a grammar (structured output)
@@ -61,7 +68,7 @@ struct StepWork {
   std::int64_t kv_tokens = 0;
   std::int64_t constrained_decodes = 0;  // decode_seqs under a grammar
   std::int64_t lora_loads = 0;
-  std::int64_t prefill_pairs = 0;  // query-key pairs of the prefill chunks' attention (above)
+  std::int64_t prefill_pairs = 0;  // query-key pairs of the prefill chunks' own causal attention (above)
 };
 
 // The query-key pairs of a prefill chunk of `chunk` tokens after `before` tokens of its sequence.

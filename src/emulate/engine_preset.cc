@@ -69,6 +69,8 @@ const KeySpec kKeys[] = {
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.prefill_ms_per_token; })},
     {"cost.prefill_ms_per_1m_pairs",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.prefill_ms_per_1m_pairs; })},
+    {"cost.whole_batch_attention",
+     BoolRef([](EnginePreset& p) -> bool& { return p.config.cost.whole_batch_attention; })},
     {"cost.decode_ms_per_seq",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.decode_ms_per_seq; })},
     {"cost.kv_ms_per_1k_tokens",

@@ -37,6 +37,13 @@ constexpr double kSpeedChangeNote = 0.15;
 // A point's weight is 1 / ms², its ms taken as at least this (a TTFT or step gap under a
 // microsecond is not a time to weigh a million times more than a millisecond's).
 constexpr double kShortestFittedMs = 1e-3;
+// Step 3 (calibrate.h): prompts of these lengths, each twice, among this many decoding streams;
+// the whole-batch fit is taken when it leaves under kWholeBatchResidualShare of the other's summed
+// squared relative residual.
+constexpr std::uint32_t kMixedStreams = 2;
+constexpr std::uint32_t kMixedPrompts[] = {256, 512};
+constexpr int kMixedRepeats = 2;
+constexpr double kWholeBatchResidualShare = 0.5;
 
 // Least squares of the relative residuals (weights 1 / ms²) with every cost at least 0
 // (stats::FitNonNegative). Relative, because timing noise grows with the time: a 2,048-token
@@ -196,10 +203,11 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
         out += fmt::format("      held_at_zero: [{}]  # by the non-negative fit\n", fmt::join(f.held_at_zero, ", "));
       }
     }
-    out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, requests]\n";
+    out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, "
+           "requests, other streams' KV tokens (a prompt among streams)]\n";
     for (const CalibrationPoint& p : f.points) {
-      out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}]\n", p.prompt_tokens, p.concurrency, p.context_tokens,
-                         p.ms, p.requests);
+      out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}, {:.0f}]\n", p.prompt_tokens, p.concurrency,
+                         p.context_tokens, p.ms, p.requests, p.others_kv_tokens);
     }
   }
   if (!outcome.prefill_pass_speed.empty() || !outcome.decode_pass_speed.empty()) {
@@ -208,6 +216,16 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
         "    prefill: [{:.3f}]\n    decode: [{:.3f}]\n    changed: {}  # the slowest pass over the fastest beyond {}\n",
         fmt::join(outcome.prefill_pass_speed, ", "), fmt::join(outcome.decode_pass_speed, ", "), SpeedChanged(outcome),
         kSpeedChangeNote);
+  }
+  if (!outcome.mixed_points.empty()) {
+    out += fmt::format(
+        "  prompt_among_streams:\n    whole_batch_attention: {}\n    rms_relative_residual:  # over every prefill "
+        "point\n      own_attention: {:.4g}\n      whole_batch: {:.4g}\n    points:  # [prompt tokens prefilled, other "
+        "streams' KV tokens, its TTFT ms less the streams' share of the step]\n",
+        outcome.whole_batch_attention, outcome.own_attention_residual, outcome.whole_batch_residual);
+    for (const CalibrationPoint& p : outcome.mixed_points) {
+      out += fmt::format("      - [{:.0f}, {:.0f}, {:.4f}]\n", p.context_tokens, p.others_kv_tokens, p.ms);
+    }
   }
   out += "  limits:\n";
   for (const LimitFinding& f : outcome.limits) {
@@ -218,6 +236,122 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
   out += "  not_determined:\n";
   for (const std::string& what : outcome.not_determined) out += fmt::format("    - {}\n", Quoted(what));
   return out;
+}
+
+// The lone prefill fit's TTFT for `tokens` prefilled (the line, or the curve with the causal pairs).
+double LonePrefillMs(const CalibrationFit& fit, double tokens) {
+  double ms = fit.coefficients[0] + fit.coefficients[1] * tokens;
+  if (fit.coefficients.size() == 3) {
+    ms += fit.coefficients[2] * static_cast<double>(emulate::PrefillPairs(0, std::llround(tokens))) / 1e6;
+  }
+  return ms;
+}
+
+// Step 3's point: a `prompt`-token prompt arriving while kMixedStreams streams of `stream_prompt`
+// tokens decode, timed from the fits (`cost`: the decode fit's; `prefill`: the lone one) so the
+// streams are decoding when it arrives and outlast its prefill. nullopt, with `why`, when the point
+// could not be had.
+std::optional<CalibrationPoint> PromptAmongStreams(const load::TargetSpec& target, const emulate::CostModel& cost,
+                                                   const CalibrationFit& prefill, std::uint32_t stream_prompt,
+                                                   std::uint32_t prompt, std::uint64_t context, Nanos time_left,
+                                                   std::uint64_t seed, const std::atomic<bool>& stop, std::string& why) {
+  const double gap = emulate::StepMillis(
+      cost, {.decode_seqs = kMixedStreams, .kv_tokens = std::int64_t{kMixedStreams} * stream_prompt});
+  // Three times the streams' prefill as the lone fit prices it: batched together, beside what the
+  // slots of a unified cache still hold, it costs more than alone (llama.cpp: up to twice).
+  const double arrive_ms = 3 * LonePrefillMs(prefill, double(kMixedStreams) * stream_prompt) + 10 * gap;
+  const double outlast_ms = arrive_ms + 3 * LonePrefillMs(prefill, prompt);
+  const auto output = static_cast<std::uint32_t>(std::ceil(outlast_ms / std::max(gap, 0.01))) + 32;
+  if (std::uint64_t{stream_prompt} + output + 64 > context) {
+    why = "the context cannot hold streams that outlast the prompt";
+    return std::nullopt;
+  }
+  if (outlast_ms + output * gap > ToMillis(time_left)) {
+    why = "streams that outlast the prompt do not fit the budget left";
+    return std::nullopt;
+  }
+  std::vector<workload::TraceRequest> requests(kMixedStreams, TraceRequestOf(0, stream_prompt, output));
+  requests.push_back(TraceRequestOf(arrive_ms / 1000, prompt, 1));
+  const CalibrationLoad load =
+      RunTracePoint(target, TraceOf(std::move(requests)), seed, stop, std::max<Nanos>(time_left, std::chrono::minutes(1)));
+  std::vector<measure::RequestRecord> probe;
+  std::vector<const measure::RequestRecord*> streams;
+  for (const measure::RequestRecord& r : load.ok) {
+    if (r.prompt_tokens_planned == prompt) {
+      probe.push_back(r);
+    } else {
+      streams.push_back(&r);
+    }
+  }
+  if (probe.size() != 1 || streams.size() != kMixedStreams) {
+    why = "a request failed" + (load.first_error.empty() ? "" : ": " + load.first_error);
+    return std::nullopt;
+  }
+  const MonoTime sent = *probe[0].send_start, first = *probe[0].first_token;
+  double others = 0;
+  for (const measure::RequestRecord* stream : streams) {
+    if (!stream->first_token || *stream->first_token >= sent) {
+      why = "it arrived before the streams' prefill ended";
+      return std::nullopt;
+    }
+    if (!stream->last_token || *stream->last_token <= first) {
+      why = "a stream ended before the prompt's first token";
+      return std::nullopt;
+    }
+    others += static_cast<double>(stream->usage_prompt_tokens.value_or(stream_prompt));
+    for (const measure::TokenEvent& e : stream->token_events) {
+      if (e.at < sent) others += e.tokens;
+    }
+  }
+  const PromptCount counted = CountedPrompt(probe, prompt);
+  const double tokens = counted.tokens - counted.cached;
+  // The step that prefilled it decoded the streams too, and it arrived mid-step (half a step on
+  // average). The streams' share is their decode and KV terms (the pairs are what is measured).
+  emulate::CostModel decode_terms = cost;
+  decode_terms.prefill_ms_per_1m_pairs = 0;
+  const std::int64_t p = std::llround(tokens);
+  const double streams_share =
+      emulate::StepMillis(decode_terms,
+                          {.prefill_tokens = p, .decode_seqs = kMixedStreams, .kv_tokens = p + std::llround(others)}) -
+      emulate::StepMillis(decode_terms, {.prefill_tokens = p, .kv_tokens = p});
+  return CalibrationPoint{prompt, kMixedStreams + 1, tokens, TtftMs(probe[0]) - streams_share - gap / 2, 1, others};
+}
+
+// Step 3's choice: the prefill fit over the lone points and the prompts among streams with the
+// pairs of the whole batch, or the lone fit as it is (predicting them); `prefill` becomes the
+// one taken.
+void ChooseAttention(std::vector<CalibrationPoint> mixed, CalibrationFit& prefill, CalibrationOutcome& outcome) {
+  double own_ss = std::pow(prefill.rms_relative_residual, 2) * static_cast<double>(prefill.points.size());
+  double excess = 0;
+  for (const CalibrationPoint& p : mixed) {
+    const double alone = LonePrefillMs(prefill, p.context_tokens);
+    own_ss += std::pow((p.ms - alone) / std::max(p.ms, kShortestFittedMs), 2);
+    excess += (p.ms / alone - 1) / static_cast<double>(mixed.size());
+  }
+  std::vector<CalibrationPoint> all = prefill.points;
+  all.insert(all.end(), mixed.begin(), mixed.end());
+  const double n = static_cast<double>(all.size());
+  CalibrationFit whole =
+      Fit("prefill",
+          "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens + ms_per_1m_pairs x prompt_tokens x "
+          "(prompt_tokens + the other streams' KV tokens) / 1e6 (whole_batch_attention)",
+          {"overhead_ms", "ms_per_prompt_token", "ms_per_1m_pairs"}, std::move(all), [](const CalibrationPoint& p) {
+            return std::vector<double>{p.context_tokens, p.context_tokens * (p.context_tokens + p.others_kv_tokens) / 1e6};
+          });
+  outcome.mixed_points = std::move(mixed);
+  outcome.own_attention_residual = std::sqrt(own_ss / n);
+  outcome.whole_batch_residual = whole.coefficients.empty() ? NAN : whole.rms_relative_residual;
+  if (!whole.good || whole.coefficients[2] <= 0 ||
+      !(std::pow(whole.rms_relative_residual, 2) * n < kWholeBatchResidualShare * own_ss)) {
+    return;
+  }
+  outcome.notes.push_back(fmt::format(
+      "prefill: a prompt arriving while {} streams decode took {:.0f}% longer than alone, beyond the streams' share of "
+      "the step: its attention covers their KV too (relative residual {:.1f}% with it, {:.1f}% without); the preset "
+      "takes whole_batch_attention",
+      kMixedStreams, 100 * excess, 100 * outcome.whole_batch_residual, 100 * outcome.own_attention_residual));
+  outcome.whole_batch_attention = true;
+  prefill = std::move(whole);
 }
 
 Error NothingMeasured(const CalibrateConfig& config, const std::atomic<bool>& stop, const std::string& first_error) {
@@ -454,10 +588,9 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                        static_cast<double>(emulate::PrefillPairs(0, std::llround(p.context_tokens))) / 1e6};
           });
   std::string prefill_note;
-  const CalibrationFit& prefill = KeepExtraTerm(prefill_line, prefill_curve, PairTermShare(prefill_curve),
-                                                "pair term (attention growing with the prompt's square)", prefill_note);
+  CalibrationFit prefill = KeepExtraTerm(prefill_line, prefill_curve, PairTermShare(prefill_curve),
+                                         "pair term (attention growing with the prompt's square)", prefill_note);
   if (!prefill_note.empty()) outcome.notes.push_back(prefill_note);
-  const bool curved = prefill.coefficients.size() == 3;
   emulate::CostModel& cost = outcome.preset.config.cost;
   if (decode.good) {
     const std::vector<double>& k = decode.coefficients;
@@ -466,10 +599,40 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     cost.decode_ms_per_seq = k[stepped ? 2 : 1];
     cost.kv_ms_per_1k_tokens = k[stepped ? 3 : 2];
   }
+  // 3. A prompt among streams, timed by the fits so far.
+  if (decode.good && prefill.good && decode_contexts.size() >= 2) {
+    std::vector<CalibrationPoint> mixed;
+    std::vector<std::string> left_out;
+    for (int round = 0; round < kMixedRepeats; ++round) {
+      for (std::uint32_t prompt : kMixedPrompts) {
+        if (over_budget() || prompt >= decode_contexts.back() ||
+            std::find(prefill_prompts.begin(), prefill_prompts.end(), prompt) == prefill_prompts.end()) {
+          continue;
+        }
+        log(fmt::format("a prompt among streams ({} of {}): {} prompt tokens while {} streams decode", round + 1,
+                        kMixedRepeats, prompt, kMixedStreams));
+        const Nanos time_left = config.budget - (RealClock().Now() - started);
+        std::string why;
+        if (std::optional<CalibrationPoint> point = PromptAmongStreams(target, cost, prefill, decode_contexts.back(),
+                                                                       prompt, context, time_left, ++seed, stop, why)) {
+          mixed.push_back(*point);
+        } else {
+          left_out.push_back(fmt::format("{} tokens: {}", prompt, why));
+        }
+      }
+    }
+    if (!left_out.empty()) {
+      outcome.notes.push_back(fmt::format("a prompt among streams: {} of {} points left out ({})", left_out.size(),
+                                          left_out.size() + mixed.size(), fmt::join(left_out, "; ")));
+    }
+    if (mixed.size() >= 2) ChooseAttention(std::move(mixed), prefill, outcome);
+  }
+  const bool curved = prefill.coefficients.size() == 3;
   if (prefill.good) {
     // The prefill step's KV term (kv_tokens = the prompt) is part of the slope.
     cost.prefill_ms_per_token = std::max(0.0, prefill.coefficients[1] - cost.kv_ms_per_1k_tokens / 1000);
     cost.prefill_ms_per_1m_pairs = curved ? prefill.coefficients[2] : 0;
+    cost.whole_batch_attention = outcome.whole_batch_attention;
     if (prefill.coefficients[1] < cost.kv_ms_per_1k_tokens / 1000) {
       outcome.notes.push_back("prefill: the slope is under the decode fit's KV cost per token; prefill_ms_per_token is 0");
     }

@@ -17,7 +17,17 @@
 //      1000 with context = P + half the answer, or, when one stream's step is far cheaper than
 //      two streams' beyond noise (the pair term's rule), with multi_token_ms x (c > 1) added.
 //      The sweep runs twice, the second time in reverse, each point's median over both passes'
-//      gaps, so a drifting machine speed does not tilt the fit.
+//      gaps, so a drifting machine speed does not tilt the fit;
+//   3. a prompt among streams: prompts of 256 and 512 tokens (twice each), each arriving while two
+//      streams of the long decode context decode. Its TTFT, less that step's decode share and half
+//      a decode step of waiting (from the decode fit), is what the prompt's prefill cost there. An
+//      engine whose attention covers only each sequence's own tokens (vLLM's paged kernels) costs
+//      what the prompt costs alone; one that scores every prompt token against the whole batch's
+//      KV (llama.cpp b4748 on a CPU) costs more, by the pairs with the streams' KV. Both are
+//      fitted (prefill's line or curve on the lone points, predicting these; and the line plus
+//      prefill_ms_per_1m_pairs x P x (P + the streams' KV) / 1e6 on all of them), and the preset
+//      takes whole_batch_attention (emulate/cost_model.h) when that fit leaves under half the
+//      other's relative residual with a pair cost above 0.
 // Each pass's speed against the points' median across passes is kept (and a change of more than
 // 15% said): an endpoint whose speed changed mid-run yields a preset of an average machine.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
@@ -73,6 +83,9 @@ struct CalibrationPoint {
   double context_tokens = 0;
   double ms = 0;              // prefill: median TTFT; decode: median gap between token events
   std::uint64_t requests = 0;
+  // A prompt among streams (step 3): the KV tokens the other streams held when it arrived; its ms
+  // is its TTFT less the streams' share of the step. 0 for every other point.
+  double others_kv_tokens = 0;
 };
 
 struct CalibrationFit {
@@ -99,6 +112,12 @@ struct CalibrationOutcome {
   // and a spread beyond 15% is said in `notes`.
   std::vector<double> prefill_pass_speed;
   std::vector<double> decode_pass_speed;
+  // Step 3: the prompts among streams, each fit's RMS relative residual over every prefill point
+  // (the lone ones and these), and whether the whole-batch fit was taken. Empty when not measured.
+  std::vector<CalibrationPoint> mixed_points;
+  double own_attention_residual = 0;
+  double whole_batch_residual = 0;
+  bool whole_batch_attention = false;
   bool interrupted = false;
   std::string preset_text;  // as written to config.out
 };

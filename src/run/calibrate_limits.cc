@@ -33,24 +33,6 @@ constexpr std::uint32_t kContextMargin = 200;
 constexpr double kStalledShare = 0.7;
 constexpr std::uint32_t kMaxKvBurst = 64;
 
-workload::TraceRequest TraceRequestOf(double arrival_s, std::uint32_t input, std::uint32_t output,
-                                      std::vector<std::uint64_t> blocks = {}) {
-  workload::TraceRequest r;
-  r.arrival_s = arrival_s;
-  r.input_tokens = input;
-  r.output_tokens = output;
-  r.prefix_hashes = std::move(blocks);
-  return r;
-}
-
-workload::Trace TraceOf(std::vector<workload::TraceRequest> requests, std::uint32_t block_tokens = 0) {
-  workload::Trace trace;
-  trace.source = "bakeoff calibrate";
-  trace.block_tokens = block_tokens;
-  trace.requests = std::move(requests);
-  return trace;
-}
-
 // How many of the requests ran together: those whose first token came before the first answer
 // ended (a request admitted only when a running one left starts after it). nullopt when that
 // first answer ended short of `planned` tokens (its length was not forced): the window it closes

@@ -83,6 +83,24 @@ CalibrationLoad RunTracePoint(const load::TargetSpec& target, const workload::Tr
   return Run(spec, stop);
 }
 
+workload::TraceRequest TraceRequestOf(double arrival_s, std::uint32_t input, std::uint32_t output,
+                                      std::vector<std::uint64_t> blocks) {
+  workload::TraceRequest r;
+  r.arrival_s = arrival_s;
+  r.input_tokens = input;
+  r.output_tokens = output;
+  r.prefix_hashes = std::move(blocks);
+  return r;
+}
+
+workload::Trace TraceOf(std::vector<workload::TraceRequest> requests, std::uint32_t block_tokens) {
+  workload::Trace trace;
+  trace.source = "bakeoff calibrate";
+  trace.block_tokens = block_tokens;
+  trace.requests = std::move(requests);
+  return trace;
+}
+
 PromptCount CountedPrompt(const std::vector<measure::RequestRecord>& ok, std::uint32_t planned) {
   PromptCount sum;
   std::size_t counted = 0;

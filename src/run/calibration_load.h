@@ -42,6 +42,12 @@ CalibrationLoad RunClosedPoint(const load::TargetSpec& target, std::uint32_t pro
 CalibrationLoad RunTracePoint(const load::TargetSpec& target, const workload::Trace& trace, std::uint64_t seed,
                               const std::atomic<bool>& stop, Nanos drain_timeout);
 
+// One request of a calibration trace: sent at `arrival_s`, `input` prompt tokens (its text shared
+// with other requests naming the same prefix `blocks`), `output` answer tokens.
+workload::TraceRequest TraceRequestOf(double arrival_s, std::uint32_t input, std::uint32_t output,
+                                      std::vector<std::uint64_t> blocks = {});
+workload::Trace TraceOf(std::vector<workload::TraceRequest> requests, std::uint32_t block_tokens = 0);
+
 // The prompt length the server counted, on average (the planned one without usage), and of it
 // the tokens it found in its prefix cache (0 when it does not say).
 struct PromptCount {

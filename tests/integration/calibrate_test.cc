@@ -203,6 +203,47 @@ TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_DOUBLE_EQ(reread->config.cost.prefill_ms_per_1m_pairs, fitted.prefill_ms_per_1m_pairs);
   EXPECT_DOUBLE_EQ(reread->config.cost.multi_token_ms, fitted.multi_token_ms);
+  // The control of the next test: its prompts among streams cost what they cost alone.
+  EXPECT_EQ(outcome->mixed_points.size(), 4u);
+  EXPECT_FALSE(fitted.whole_batch_attention) << "own residual " << outcome->own_attention_residual << ", whole batch "
+                                             << outcome->whole_batch_residual;
+  fs::remove(out);
+}
+
+// An engine whose prompt tokens attend the whole batch's KV (llama.cpp b4748 on a CPU): alone, its
+// prefill curves like any attention's; arriving while two streams of 2,048 tokens decode, a
+// 512-token prompt costs several times what it costs alone. The prompts among streams tell it;
+// the preset takes whole_batch_attention with the costs recovered, and predicts such a step.
+TEST(CalibrateTimingTest, TellsAPromptAttendingTheWholeBatchsKv) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
+  emulate::CostModel truth;
+  truth.base_ms = 4.0;
+  truth.multi_token_ms = 4.0;
+  truth.prefill_ms_per_token = 0.02;
+  truth.prefill_ms_per_1m_pairs = 100;
+  truth.whole_batch_attention = true;
+  truth.decode_ms_per_seq = 0.5;
+  truth.kv_ms_per_1k_tokens = 0.5;
+  const fs::path out = PresetPath("calibrated_whole_batch");
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  ASSERT_EQ(outcome->fits.size(), 2u);
+  ASSERT_TRUE(outcome->fits[0].good) << outcome->fits[0].problem;
+  EXPECT_EQ(outcome->mixed_points.size(), 4u);
+  const emulate::CostModel& fitted = outcome->preset.config.cost;
+  ASSERT_TRUE(fitted.whole_batch_attention) << "own residual " << outcome->own_attention_residual << ", whole batch "
+                                            << outcome->whole_batch_residual;
+  EXPECT_TRUE(HasNote(*outcome, "whole_batch_attention"));
+  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.2 * truth.prefill_ms_per_1m_pairs);
+  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
+  for (const emulate::StepWork& work : {emulate::StepWork{.prefill_tokens = 512, .kv_tokens = 512},
+                                        emulate::StepWork{.prefill_tokens = 512, .decode_seqs = 2, .kv_tokens = 512 + 4200}}) {
+    const double expected = emulate::StepMillis(truth, work);
+    EXPECT_NEAR(emulate::StepMillis(fitted, work), expected, 0.15 * expected) << work.decode_seqs << " streams beside";
+  }
+  Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  EXPECT_TRUE(reread->config.cost.whole_batch_attention);
   fs::remove(out);
 }
 

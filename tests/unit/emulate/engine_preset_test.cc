@@ -157,6 +157,7 @@ cost:
   multi_token_ms: 4.5
   prefill_ms_per_token: 2.5e-2
   prefill_ms_per_1m_pairs: 0.5
+  whole_batch_attention: true
   decode_ms_per_seq: 0.75
   kv_ms_per_1k_tokens: 3
   grammar_ms_per_token: 0.25
@@ -187,6 +188,7 @@ TEST(EnginePresetTest, EveryKeyReachesItsField) {
   EXPECT_EQ(c.cost.base_ms, 1.5);
   EXPECT_EQ(c.cost.prefill_ms_per_token, 0.025);
   EXPECT_EQ(c.cost.prefill_ms_per_1m_pairs, 0.5);
+  EXPECT_TRUE(c.cost.whole_batch_attention);
   EXPECT_EQ(c.cost.multi_token_ms, 4.5);
   EXPECT_EQ(c.cost.decode_ms_per_seq, 0.75);
   EXPECT_EQ(c.cost.kv_ms_per_1k_tokens, 3.0);
@@ -369,7 +371,7 @@ TEST(EnginePresetTest, WrongTypesNameLineAndKey) {
   EXPECT_EQ(
       ErrorOf("cost:\n"),
       "e.yaml:1: cost: expected a mapping of base_ms, multi_token_ms, prefill_ms_per_token, prefill_ms_per_1m_pairs, "
-      "decode_ms_per_seq, kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
+      "whole_batch_attention, decode_ms_per_seq, kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
 }
 
 TEST(EnginePresetTest, UnknownPolicyAndCachingNamesListTheValidOnes) {

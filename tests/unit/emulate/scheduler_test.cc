@@ -73,6 +73,26 @@ TEST(CostModelTest, PairTermCountsTheCausalAttentionOfEachChunk) {
   EXPECT_NE(ValidateCostModel(model).error().message.find("prefill_ms_per_1m_pairs"), std::string::npos);
 }
 
+// With whole-batch attention the pairs are the step's prompt tokens times every KV token of the
+// step, the decoding sequences' included: a prompt beside two decoding streams of 1,000 tokens
+// costs more than alone, where the causal count does not see them.
+TEST(CostModelTest, WholeBatchAttentionCountsThePromptAgainstTheStepsWholeKv) {
+  CostModel model;
+  model.prefill_ms_per_1m_pairs = 2;
+  model.whole_batch_attention = true;
+  StepWork alone{500, 0, 500};
+  alone.prefill_pairs = PrefillPairs(0, 500);  // not read: the whole-batch count is 500 x 500
+  EXPECT_DOUBLE_EQ(StepMillis(model, alone), 6.0 + 30.0 + 0.02 + 2 * 0.25);
+  StepWork among{500, 2, 2500};
+  among.prefill_pairs = PrefillPairs(0, 500);
+  EXPECT_DOUBLE_EQ(StepMillis(model, among), 6.0 + 30.0 + 0.16 + 0.1 + 2 * 1.25);
+  model.whole_batch_attention = false;
+  EXPECT_DOUBLE_EQ(StepMillis(model, among), 6.0 + 30.0 + 0.16 + 0.1 + 2 * 0.12525);
+  // No prompt in the step, no pairs.
+  model.whole_batch_attention = true;
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{0, 2, 2000}), 6.0 + 0.16 + 0.08);
+}
+
 // The multi-token cost is paid by a step computing two tokens or more, in any mix, and not by a
 // lone decode token (nor a one-token prompt).
 TEST(CostModelTest, MultiTokenCostIsPaidByEveryStepOfMoreThanOneToken) {
