@@ -156,6 +156,20 @@ TEST(CalibrateTest, SaysWhenTheEndpointsSpeedChangesMidRun) {
   fs::remove(out);
 }
 
+// A CPU engine's step costs (llama.cpp's shape): a multi-token step, a pair term of
+// `ms_per_1m_pairs`, counted over the whole batch's KV or each prompt's own.
+emulate::CostModel CpuEngineCosts(double ms_per_1m_pairs, bool whole_batch_attention) {
+  emulate::CostModel costs;
+  costs.base_ms = 4.0;
+  costs.multi_token_ms = 4.0;
+  costs.prefill_ms_per_token = 0.02;
+  costs.prefill_ms_per_1m_pairs = ms_per_1m_pairs;
+  costs.whole_batch_attention = whole_batch_attention;
+  costs.decode_ms_per_seq = 0.5;
+  costs.kv_ms_per_1k_tokens = 0.5;
+  return costs;
+}
+
 // A CPU engine's costs (llama.cpp's shape, docs/engines/llama.cpp.md): a prefill whose attention
 // grows with the prompt's square, so the points curve upwards and the fit takes the pair term
 // with the per-token cost beside it; and a step of two streams far dearer than one stream's, so
@@ -166,13 +180,8 @@ TEST(CalibrateTest, SaysWhenTheEndpointsSpeedChangesMidRun) {
 // residuals, every length is predicted.
 TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  emulate::CostModel truth;
-  truth.base_ms = 4.0;
-  truth.multi_token_ms = 4.0;
-  truth.prefill_ms_per_token = 0.02;
-  truth.prefill_ms_per_1m_pairs = 20;  // a 4,096-token prompt: 82 ms per token, 168 ms of pairs
-  truth.decode_ms_per_seq = 0.5;
-  truth.kv_ms_per_1k_tokens = 0.5;
+  // A 4,096-token prompt: 82 ms per token, 168 ms of pairs.
+  const emulate::CostModel truth = CpuEngineCosts(20, false);
   const fs::path out = PresetPath("calibrated_pairs");
   // An engine of few slots: 1 to 4 streams.
   Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1);
@@ -216,14 +225,7 @@ TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
 // the preset takes whole_batch_attention with the costs recovered, and predicts such a step.
 TEST(CalibrateTimingTest, TellsAPromptAttendingTheWholeBatchsKv) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  emulate::CostModel truth;
-  truth.base_ms = 4.0;
-  truth.multi_token_ms = 4.0;
-  truth.prefill_ms_per_token = 0.02;
-  truth.prefill_ms_per_1m_pairs = 100;
-  truth.whole_batch_attention = true;
-  truth.decode_ms_per_seq = 0.5;
-  truth.kv_ms_per_1k_tokens = 0.5;
+  const emulate::CostModel truth = CpuEngineCosts(100, true);
   const fs::path out = PresetPath("calibrated_whole_batch");
   Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;

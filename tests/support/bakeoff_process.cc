@@ -2,6 +2,7 @@
 #include "support/bakeoff_process.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,9 @@ Finished RunBakeoff(const std::vector<std::string>& args, const ProcessOptions& 
 #error "tests that run the binary define BAKEOFF_BINARY"
 #endif
   using Clock = std::chrono::steady_clock;
-  static int run_number = 0;
+  // Atomic: tests run several children at once from their own threads (MergeTest's shards), and
+  // two runs given one number would share an output file (ThreadSanitizer found the race).
+  static std::atomic<int> run_number = 0;
   const auto output_path =
       std::filesystem::temp_directory_path() / ("bakeoff_process_" + std::to_string(::getpid()) +
                                                 "_" + std::to_string(run_number++) + ".txt");
