@@ -106,13 +106,22 @@ double ExtraTermF(const CalibrationFit& simpler, const CalibrationFit& fuller) {
   return (rss_simpler - rss_fuller) / (rss_fuller / static_cast<double>(n - k));
 }
 
+// The lone prefill fit's TTFT for `tokens` prefilled (the line, or the curve with the causal pairs).
+double LonePrefillMs(const CalibrationFit& fit, double tokens) {
+  double ms = fit.coefficients[0] + fit.coefficients[1] * tokens;
+  if (fit.coefficients.size() == 3) {
+    ms += fit.coefficients[2] * static_cast<double>(emulate::PrefillPairs(0, std::llround(tokens))) / 1e6;
+  }
+  return ms;
+}
+
 // The pair term's share of the prefill curve's TTFT at its longest prompt; 0 without a curve.
 double PairTermShare(const CalibrationFit& curve) {
   if (curve.coefficients.size() != 3 || curve.points.empty()) return 0;
   double longest = 0;
   for (const CalibrationPoint& p : curve.points) longest = std::max(longest, p.context_tokens);
   const double pairs = static_cast<double>(emulate::PrefillPairs(0, std::llround(longest))) / 1e6;
-  const double total = curve.coefficients[0] + curve.coefficients[1] * longest + curve.coefficients[2] * pairs;
+  const double total = LonePrefillMs(curve, longest);
   return total > 0 ? curve.coefficients[2] * pairs / total : 0;
 }
 
@@ -236,15 +245,6 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
   out += "  not_determined:\n";
   for (const std::string& what : outcome.not_determined) out += fmt::format("    - {}\n", Quoted(what));
   return out;
-}
-
-// The lone prefill fit's TTFT for `tokens` prefilled (the line, or the curve with the causal pairs).
-double LonePrefillMs(const CalibrationFit& fit, double tokens) {
-  double ms = fit.coefficients[0] + fit.coefficients[1] * tokens;
-  if (fit.coefficients.size() == 3) {
-    ms += fit.coefficients[2] * static_cast<double>(emulate::PrefillPairs(0, std::llround(tokens))) / 1e6;
-  }
-  return ms;
 }
 
 // Step 3's point: a `prompt`-token prompt arriving while kMixedStreams streams of `stream_prompt`
