@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,8 @@ using measure::RequestRecord;
 
 // How often each worker samples its own event-loop lag and looks at the stop flag.
 constexpr Nanos kTickPeriod = std::chrono::milliseconds(10);
+// How often a running step reports its progress (on_tick).
+constexpr Nanos kProgressPeriod = std::chrono::milliseconds(250);
 
 // CPU time the calling thread has used.
 Nanos ThreadCpuTime() {
@@ -370,16 +373,26 @@ std::vector<StepResult> RunLoad(const RunSpec& spec, RecordSink& sink, const std
                                                  spec.workers * spec.shard_count));
     }
     std::vector<std::thread> threads;
-    std::atomic<std::size_t> running{workers.size()};
+    // The workers still running; the last one to end wakes the wait below at once (a short step,
+    // such as calibration's, should not wait out a polling period).
+    std::mutex running_mutex;
+    std::condition_variable all_ended;
+    std::size_t running = workers.size();
     for (auto& worker : workers) {
-      threads.emplace_back([&worker, &running] {
+      threads.emplace_back([&worker, &running, &running_mutex, &all_ended] {
         worker->Run();
-        running.fetch_sub(1);
+        std::lock_guard lock(running_mutex);
+        if (--running == 0) all_ended.notify_all();
       });
     }
-    for (int polls = 1; running.load() > 0; ++polls) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (polls % 5 == 0 && on_tick) on_tick(s, progress);
+    {
+      std::unique_lock lock(running_mutex);
+      while (!all_ended.wait_for(lock, kProgressPeriod, [&] { return running == 0; })) {
+        if (!on_tick) continue;
+        lock.unlock();
+        on_tick(s, progress);
+        lock.lock();
+      }
     }
     for (auto& thread : threads) thread.join();
     if (on_tick) on_tick(s, progress);

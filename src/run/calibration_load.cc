@@ -49,6 +49,7 @@ load::RunSpec OneStep(const load::TargetSpec& target, load::StepSpec step, std::
   spec.target = target;
   spec.seed = seed;
   spec.workers = 1;
+  spec.start_lead = std::chrono::milliseconds(2);  // one worker: nothing to start together
   step.limits.warmup_requests = 0;
   spec.steps = {std::move(step)};
   return spec;
