@@ -182,6 +182,9 @@ int RunCalibrateCommand(const CalibrateFlags& f) {
              "decode_ms_per_seq {:.4g}, kv_ms_per_1k_tokens {:.4g}\n",
              cost.base_ms, cost.multi_token_ms, cost.prefill_ms_per_token, cost.prefill_ms_per_1m_pairs,
              cost.whole_batch_attention ? " (whole-batch attention)" : "", cost.decode_ms_per_seq, cost.kv_ms_per_1k_tokens);
+  if (outcome->slots > 0) {
+    fmt::print("idle slots: {} probed, slots_keep_kv {}\n", outcome->slots, outcome->preset.config.slots_keep_kv);
+  }
   for (const std::string& note : outcome->notes) log(note);
   for (const std::string& what : outcome->not_determined) log("not determined: " + what);
   fmt::print("preset: {}\n", f.out);

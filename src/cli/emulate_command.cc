@@ -36,6 +36,7 @@ struct EmulateFlags {
   long long max_num_seqs = 256;
   long long max_batched_tokens = 8192;
   long long max_model_len = 32768;
+  bool slots_keep_kv = false;
   double base_ms = 6.0;
   double multi_token_ms = 0;
   double prefill_ms_per_token = 0.06;
@@ -169,6 +170,7 @@ Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
   if (use("--max-num-seqs")) engine.max_num_seqs = f.max_num_seqs;
   if (use("--max-batched-tokens")) engine.max_batched_tokens = f.max_batched_tokens;
   if (use("--max-model-len")) engine.max_model_len = f.max_model_len;
+  if (use("--slots-keep-kv")) engine.slots_keep_kv = f.slots_keep_kv;
   if (use("--base-ms")) engine.cost.base_ms = f.base_ms;
   if (use("--multi-token-ms")) engine.cost.multi_token_ms = f.multi_token_ms;
   if (use("--prefill-ms-per-token")) engine.cost.prefill_ms_per_token = f.prefill_ms_per_token;
@@ -372,6 +374,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   engine_option("--max-num-seqs", flags->max_num_seqs, "Most sequences running at once");
   engine_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget of one engine step");
   engine_option("--max-model-len", flags->max_model_len, "Context limit (prompt + output)");
+  engine_option("--slots-keep-kv", flags->slots_keep_kv,
+                "true: each of the --max-num-seqs slots keeps its last request's KV until it takes another "
+                "(least recently used first), attended under --whole-batch-attention (llama.cpp's server)");
   engine_option("--base-ms", flags->base_ms, "Step cost: fixed ms per step");
   engine_option("--multi-token-ms", flags->multi_token_ms,
                 "Step cost: extra fixed ms of a step computing more than one token (a matrix-matrix pass)");

@@ -9,14 +9,15 @@ namespace bakeoff::emulate {
 
 double StepMillis(const CostModel& model, const StepWork& work) {
   const bool multi_token = work.prefill_tokens + work.decode_seqs > 1;
-  const double pairs = model.whole_batch_attention
-                           ? static_cast<double>(work.prefill_tokens) * static_cast<double>(work.kv_tokens)
-                           : static_cast<double>(work.prefill_pairs);
+  const double kv_tokens = static_cast<double>(work.kv_tokens) +
+                           (model.whole_batch_attention ? static_cast<double>(work.idle_kv_tokens) : 0.0);
+  const double pairs = model.whole_batch_attention ? static_cast<double>(work.prefill_tokens) * kv_tokens
+                                                   : static_cast<double>(work.prefill_pairs);
   return model.base_ms + (multi_token ? model.multi_token_ms : 0) +
          model.prefill_ms_per_token * static_cast<double>(work.prefill_tokens) +
          model.prefill_ms_per_1m_pairs * (pairs / 1e6) +
          model.decode_ms_per_seq * static_cast<double>(work.decode_seqs) +
-         model.kv_ms_per_1k_tokens * (static_cast<double>(work.kv_tokens) / 1000.0) +
+         model.kv_ms_per_1k_tokens * (kv_tokens / 1000.0) +
          model.grammar_ms_per_token * static_cast<double>(work.constrained_decodes) +
          model.lora_load_ms * static_cast<double>(work.lora_loads);
 }

@@ -23,7 +23,10 @@
 // step's sequences hold, its own and the other sequences' alike, as a unified KV cache attended
 // whole does (llama.cpp b4748 on a CPU: each token of a batch is scored against every cache cell up
 // to the highest in use, masked; docs/engines/llama.cpp.md). A prompt arriving while other streams
-// decode then costs more than the same prompt alone; a lone P-token prompt has P * P pairs.
+// decode then costs more than the same prompt alone; a lone P-token prompt has P * P pairs. Such an
+// engine attends the cells its idle slots keep too (EngineConfig::slots_keep_kv): with
+// whole_batch_attention, idle_kv_tokens is added to kv_tokens in the pair term and the KV term
+// (without it they are held, not attended, and cost nothing).
 // multi_token_ms is the fixed extra cost of
 // a step that computes two or more tokens (prefill tokens plus decoding sequences) over one that
 // computes a lone decode token: an engine whose kernels take a matrix-vector path for one token
@@ -69,6 +72,7 @@ struct StepWork {
   std::int64_t constrained_decodes = 0;  // decode_seqs under a grammar
   std::int64_t lora_loads = 0;
   std::int64_t prefill_pairs = 0;  // query-key pairs of the prefill chunks' own causal attention (above)
+  std::int64_t idle_kv_tokens = 0;  // KV tokens idle slots keep (attended under whole_batch_attention)
 };
 
 // The query-key pairs of a prefill chunk of `chunk` tokens after `before` tokens of its sequence.

@@ -75,6 +75,12 @@ struct EngineConfig {
   // Most prompt tokens one sequence prefills in one step when chunked_prefill; 0 = up to the
   // step's remaining budget.
   std::int64_t prefill_chunk_tokens = 0;
+  // Each of the max_num_seqs slots keeps the KV of the last request it served (its prompt and
+  // output) after that request ends, until the slot takes another, as llama.cpp's server does: a
+  // request takes the idle slot used least recently, whose kept cells it replaces. The kept cells
+  // take no capacity from the pool (llama.cpp gives each slot its share of the context); under
+  // cost.whole_batch_attention every step attends them (StepWork::idle_kv_tokens).
+  bool slots_keep_kv = false;
   KvCacheConfig kv;
   CostModel cost;
   // Relative standard deviation of step time: each step's duration is multiplied by a

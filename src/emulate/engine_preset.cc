@@ -56,6 +56,7 @@ const KeySpec kKeys[] = {
     {"chunked_prefill", BoolRef([](EnginePreset& p) -> bool& { return p.config.chunked_prefill; })},
     {"prefill_chunk_tokens",
      CountRef([](EnginePreset& p) -> std::int64_t& { return p.config.prefill_chunk_tokens; })},
+    {"slots_keep_kv", BoolRef([](EnginePreset& p) -> bool& { return p.config.slots_keep_kv; })},
     {"kv.block_tokens",
      CountRef([](EnginePreset& p) -> std::int64_t& { return p.config.kv.block_tokens; })},
     {"kv.num_blocks",

@@ -36,6 +36,7 @@ struct Scheduler::Sequence {
   bool finished = false;
   bool aborted = false;
   std::int64_t step_tokens = 0;  // tokens computed in the step in flight (0: not in it)
+  std::int32_t slot = -1;        // slots_keep_kv: the slot it runs in while running
 
   std::int64_t Pending() const { return prompt_len + generated - computed; }
   bool Decoding() const { return generated >= 1 && Pending() == 1; }
@@ -43,7 +44,33 @@ struct Scheduler::Sequence {
 
 struct Scheduler::Impl {
   explicit Impl(const EngineConfig& config)
-      : kv(config.kv), rng(config.seed), noise_rng(config.seed ^ 0x6e6f697365ULL) {}
+      : kv(config.kv), rng(config.seed), noise_rng(config.seed ^ 0x6e6f697365ULL) {
+    if (config.slots_keep_kv) slots.resize(static_cast<std::size_t>(config.max_num_seqs));
+  }
+
+  // slots_keep_kv (engine_config.h): a running sequence takes the idle slot released longest ago
+  // (never released first), and its KV replaces what that slot kept.
+  void TakeSlot(Sequence& seq) {
+    Slot* chosen = nullptr;
+    for (Slot& slot : slots) {
+      if (!slot.busy && (chosen == nullptr || slot.released < chosen->released)) chosen = &slot;
+    }
+    BAKEOFF_CHECK(chosen != nullptr) << "no idle slot for a sequence admitted under max_num_seqs";
+    idle_kept_tokens -= chosen->kept_tokens;
+    chosen->kept_tokens = 0;
+    chosen->busy = true;
+    seq.slot = static_cast<std::int32_t>(chosen - slots.data());
+  }
+  // The sequence leaves its slot, which keeps `kept_tokens` of KV until it is taken again.
+  void LeaveSlot(Sequence& seq, std::int64_t kept_tokens) {
+    if (seq.slot < 0) return;
+    Slot& slot = slots[static_cast<std::size_t>(seq.slot)];
+    slot.busy = false;
+    slot.kept_tokens = kept_tokens;
+    slot.released = ++slot_releases;
+    idle_kept_tokens += kept_tokens;
+    seq.slot = -1;
+  }
 
   KvCache kv;
   Rng rng;        // EOS draws
@@ -62,6 +89,14 @@ struct Scheduler::Impl {
   std::vector<TokenId> seed0_output_ids;
   SequenceId next_id = 1;
   EngineCounters counters;
+  struct Slot {
+    std::int64_t kept_tokens = 0;  // KV kept since its last sequence left (0 while busy)
+    std::uint64_t released = 0;    // when it was last left, in releases; 0 = never used
+    bool busy = false;
+  };
+  std::vector<Slot> slots;  // slots_keep_kv only
+  std::int64_t idle_kept_tokens = 0;
+  std::uint64_t slot_releases = 0;
 };
 
 namespace {
@@ -162,6 +197,7 @@ void Scheduler::Abort(SequenceId id) {
   Sequence* seq = it->second.get();
   if (seq->running) {
     impl_->running.erase(std::find(impl_->running.begin(), impl_->running.end(), seq));
+    impl_->LeaveSlot(*seq, seq->computed);  // as llama.cpp: a cancelled request's cells stay
   } else {
     impl_->waiting.erase(std::find(impl_->waiting.begin(), impl_->waiting.end(), seq));
   }
@@ -223,6 +259,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
     m.running.pop_back();
     if (victim->step_tokens > 0) unschedule(victim);
     m.kv.Release(victim->kv);
+    m.LeaveSlot(*victim, 0);
     victim->computed = 0;
     victim->running = false;
     m.waiting.push_front(victim);
@@ -323,6 +360,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
         m.counters.resumed_hit_tokens += hit;
       }
       seq->running = true;
+      if (config_.slots_keep_kv) m.TakeSlot(*seq);
       m.running.push_back(seq);
       schedule(seq, chunk);
       --max_seqs;
@@ -373,6 +411,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
 
   if (m.step.empty()) return std::nullopt;  // e.g. the head of the queue waits for KV
   plan.work.lora_loads = LoadAdapters();
+  plan.work.idle_kv_tokens = m.idle_kept_tokens;
   double millis = StepMillis(config_.cost, plan.work);
   if (config_.step_noise_cv > 0) millis *= NoiseFactor(m.noise_rng, config_.step_noise_cv);
   plan.end = now + Nanos(std::llround(millis * 1e6));
@@ -475,6 +514,7 @@ std::span<const TokenEvent> Scheduler::FinishStep() {
     if (event.finish) {
       seq->running = false;
       seq->finished = true;
+      m.LeaveSlot(*seq, seq->computed);
       any_finished = true;
     }
     m.events.push_back(event);

@@ -25,7 +25,9 @@
 // FinishStep() emits the step's tokens: a sequence whose prefill completed in this step produces
 // its first output token (or, after a preemption, its next one), and each decode one more token.
 // A sequence finishes after max_tokens tokens (finish reason "length"), or earlier with "stop"
-// when the optional EOS draw fires. Finished and aborted sequences release their KV at once.
+// when the optional EOS draw fires. Finished and aborted sequences release their KV at once;
+// with slots_keep_kv (engine_config.h) their slot keeps its size, attended as
+// StepWork::idle_kv_tokens until a sequence admitted later takes the slot.
 //
 // Thread-safety: none; one owner thread.
 // Units: token counts; MonoTime instants; Nanos durations.

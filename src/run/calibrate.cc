@@ -213,10 +213,10 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
       }
     }
     out += "      points:  # [planned prompt tokens, streams, tokens (prefill: prefilled; decode: mean context), ms, "
-           "requests, other streams' KV tokens (a prompt among streams)]\n";
+           "requests, other streams' KV tokens (a prompt among streams), cleared slots' KV tokens (prefill)]\n";
     for (const CalibrationPoint& p : f.points) {
-      out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}, {:.0f}]\n", p.prompt_tokens, p.concurrency,
-                         p.context_tokens, p.ms, p.requests, p.others_kv_tokens);
+      out += fmt::format("        - [{}, {}, {:.1f}, {:.4f}, {}, {:.0f}, {:.0f}]\n", p.prompt_tokens, p.concurrency,
+                         p.context_tokens, p.ms, p.requests, p.others_kv_tokens, p.idle_kv_tokens);
     }
   }
   if (!outcome.prefill_pass_speed.empty() || !outcome.decode_pass_speed.empty()) {
@@ -234,6 +234,20 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
         outcome.whole_batch_attention, outcome.own_attention_residual, outcome.whole_batch_residual);
     for (const CalibrationPoint& p : outcome.mixed_points) {
       out += fmt::format("      - [{:.0f}, {:.0f}, {:.4f}]\n", p.context_tokens, p.others_kv_tokens, p.ms);
+    }
+  }
+  if (outcome.slots > 0) {
+    const IdleSlotsOutcome& idle = outcome.idle_slots;
+    out += fmt::format(
+        "  idle_slots:\n    slots: {}\n    slots_keep_kv: {}\n    finding: {}\n    rms_relative_residual:  # of the "
+        "probes after filling, predicted with the kept cells attended and with nothing kept\n      kept: {:.4g}\n      "
+        "none: {:.4g}\n    points:  # [planned prompt tokens, prefilled, other slots' KV tokens cleared, filled, TTFT ms "
+        "cleared, filled, predicted filled / cleared]\n",
+        outcome.slots, idle.slots_keep_kv, Quoted(idle.finding), idle.kept_residual, idle.none_residual);
+    for (const IdleSlotProbe& p : idle.probes) {
+      out += fmt::format("      - [{}, {:.0f}, {:.0f}, {:.0f}, {:.4f}, {:.4f}, {:.4f}]\n", p.prompt_tokens,
+                         p.prefilled_tokens, p.cleared_kept_tokens, p.filled_kept_tokens, p.cleared_ms, p.filled_ms,
+                         p.predicted_ratio);
     }
   }
   out += "  limits:\n";
@@ -317,10 +331,27 @@ std::optional<CalibrationPoint> PromptAmongStreams(const load::TargetSpec& targe
   return CalibrationPoint{prompt, kMixedStreams + 1, tokens, TtftMs(probe[0]) - streams_share - gap / 2, 1, others};
 }
 
+// The prefill fit with the pairs of the whole batch over `points` (lone ones and prompts among
+// streams): each prompt token against its own, the streams' and, when `idle_attended`, what the
+// cleared slots beside it kept.
+CalibrationFit WholeBatchFit(std::vector<CalibrationPoint> points, bool idle_attended) {
+  return Fit("prefill",
+             fmt::format("ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens + ms_per_1m_pairs x prompt_tokens x "
+                         "(prompt_tokens + the other streams' KV tokens{}) / 1e6 (whole_batch_attention)",
+                         idle_attended ? " + the cleared slots' KV tokens" : ""),
+             {"overhead_ms", "ms_per_prompt_token", "ms_per_1m_pairs"}, std::move(points),
+             [idle_attended](const CalibrationPoint& p) {
+               const double kv = p.context_tokens + p.others_kv_tokens + (idle_attended ? p.idle_kv_tokens : 0);
+               return std::vector<double>{p.context_tokens, p.context_tokens * kv / 1e6};
+             });
+}
+
 // Step 3's choice: the prefill fit over the lone points and the prompts among streams with the
 // pairs of the whole batch, or the lone fit as it is (predicting them); `prefill` becomes the
 // one taken.
-void ChooseAttention(std::vector<CalibrationPoint> mixed, CalibrationFit& prefill, CalibrationOutcome& outcome) {
+// `idle_attended`: the whole-batch fit counts what the cleared slots kept (step 4 may undo it).
+void ChooseAttention(std::vector<CalibrationPoint> mixed, bool idle_attended, CalibrationFit& prefill,
+                     CalibrationOutcome& outcome) {
   double own_ss = std::pow(prefill.rms_relative_residual, 2) * static_cast<double>(prefill.points.size());
   double excess = 0;
   for (const CalibrationPoint& p : mixed) {
@@ -331,13 +362,7 @@ void ChooseAttention(std::vector<CalibrationPoint> mixed, CalibrationFit& prefil
   std::vector<CalibrationPoint> all = prefill.points;
   all.insert(all.end(), mixed.begin(), mixed.end());
   const double n = static_cast<double>(all.size());
-  CalibrationFit whole =
-      Fit("prefill",
-          "ttft_ms = overhead_ms + ms_per_prompt_token x prompt_tokens + ms_per_1m_pairs x prompt_tokens x "
-          "(prompt_tokens + the other streams' KV tokens) / 1e6 (whole_batch_attention)",
-          {"overhead_ms", "ms_per_prompt_token", "ms_per_1m_pairs"}, std::move(all), [](const CalibrationPoint& p) {
-            return std::vector<double>{p.context_tokens, p.context_tokens * (p.context_tokens + p.others_kv_tokens) / 1e6};
-          });
+  CalibrationFit whole = WholeBatchFit(std::move(all), idle_attended);
   outcome.mixed_points = std::move(mixed);
   outcome.own_attention_residual = std::sqrt(own_ss / n);
   outcome.whole_batch_residual = whole.coefficients.empty() ? NAN : whole.rms_relative_residual;
@@ -435,6 +460,18 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   std::vector<CalibrationPoint> prefill_points;
   std::string first_error;
   std::uint64_t seed = config.seed;
+  // The slots: the server's count where it says one, else the base preset's. An engine of more than
+  // kMaxSlotsProbed (a paged-KV engine's hundreds) is neither cleared nor probed.
+  const std::uint64_t slots = facts->slots.value_or(static_cast<std::uint64_t>(config.base.config.max_num_seqs));
+  const bool clearing = slots <= kMaxSlotsProbed;
+  double cleared_tokens = 0;  // what each slot keeps after the last clearing burst
+  const auto clear_slots = [&] {
+    if (clearing) cleared_tokens = ClearSlots(target, static_cast<std::uint32_t>(slots), ++seed, stop);
+  };
+  // The KV tokens the cleared slots keep beside a point that runs `busy` requests at once.
+  const auto idle_beside = [&](std::uint32_t busy) {
+    return clearing ? static_cast<double>(slots - std::min<std::uint64_t>(slots, busy)) * cleared_tokens : 0.0;
+  };
   // A prompt longer than one step's token budget is prefilled in chunks, each with its own fixed
   // cost: the line holds only for prompts of one chunk (the base preset's budget, the engine's
   // being unknown).
@@ -454,6 +491,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     for (std::size_t k = 0; k < prefill_prompts.size() && !over_budget(); ++k) {
       const std::size_t at = pass % 2 == 0 ? k : prefill_prompts.size() - 1 - k;
       log(fmt::format("prefill ({} of {}): {} prompt tokens", pass + 1, kPrefillPasses, prefill_prompts[at]));
+      clear_slots();
       CalibrationLoad m = RunClosedPoint(target, prefill_prompts[at], 1, 1, 1, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
       for (measure::RequestRecord& r : m.ok) {
@@ -475,7 +513,8 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
                                           "uses the tokens it prefilled",
                                           counted.cached, counted.tokens, prefill_prompts[at]));
     }
-    prefill_points.push_back({prefill_prompts[at], 1, counted.tokens - counted.cached, MedianOf(ttft), ok.size()});
+    prefill_points.push_back(
+        {prefill_prompts[at], 1, counted.tokens - counted.cached, MedianOf(ttft), ok.size(), 0, idle_beside(1)});
   }
   // 2. Decode: the median gap between token events of c streams at once, at a short and a long
   // context (2,048 tokens, or half a shorter context). The sweep runs twice, the second time in
@@ -498,6 +537,7 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
       if (sample.never_together) continue;
       log(fmt::format("decode ({} of {}): {} streams of {} prompt tokens", pass + 1, kDecodePasses, sample.streams,
                       sample.prompt_tokens));
+      clear_slots();
       const CalibrationLoad m =
           RunClosedPoint(target, sample.prompt_tokens, kDecodeOutputTokens, sample.streams, sample.streams, ++seed, stop);
       if (first_error.empty()) first_error = m.first_error;
@@ -611,10 +651,12 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
         }
         log(fmt::format("a prompt among streams ({} of {}): {} prompt tokens while {} streams decode", round + 1,
                         kMixedRepeats, prompt, kMixedStreams));
+        clear_slots();
         const Nanos time_left = config.budget - (RealClock().Now() - started);
         std::string why;
         if (std::optional<CalibrationPoint> point = PromptAmongStreams(target, cost, prefill, decode_contexts.back(),
                                                                        prompt, context, time_left, ++seed, stop, why)) {
+          point->idle_kv_tokens = idle_beside(kMixedStreams + 1);
           mixed.push_back(*point);
         } else {
           left_out.push_back(fmt::format("{} tokens: {}", prompt, why));
@@ -625,7 +667,31 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
       outcome.notes.push_back(fmt::format("a prompt among streams: {} of {} points left out ({})", left_out.size(),
                                           left_out.size() + mixed.size(), fmt::join(left_out, "; ")));
     }
-    if (mixed.size() >= 2) ChooseAttention(std::move(mixed), prefill, outcome);
+    if (mixed.size() >= 2) ChooseAttention(std::move(mixed), clearing, prefill, outcome);
+  }
+  // 4. What idle slots keep: only an engine attending the whole batch's KV pays for them.
+  if (outcome.whole_batch_attention && !over_budget()) {
+    if (slots > kMaxSlotsProbed) {
+      outcome.not_determined.push_back(fmt::format(
+          "slots_keep_kv: not probed ({} slots, more than {}); the base preset's", slots, kMaxSlotsProbed));
+    } else {
+      const WholeBatchPrefill fit{prefill.coefficients[0], prefill.coefficients[1], prefill.coefficients[2],
+                                  cost.kv_ms_per_1k_tokens};
+      const auto fill = static_cast<std::uint32_t>(std::min<std::uint64_t>(1024, context / 2));
+      outcome.slots = static_cast<std::uint32_t>(slots);
+      outcome.idle_slots = MeasureIdleSlots(target, outcome.slots, fill, fit, seed, over_budget, stop, log);
+      if (first_error.empty()) first_error = outcome.idle_slots.first_error;
+      if (outcome.idle_slots.probes.empty()) {
+        outcome.not_determined.push_back("slots_keep_kv: " + outcome.idle_slots.finding + "; the base preset's");
+      } else {
+        outcome.preset.config.slots_keep_kv = outcome.idle_slots.slots_keep_kv;
+        outcome.notes.push_back("idle slots: " + outcome.idle_slots.finding);
+      }
+      // Slots that keep nothing: the whole-batch fit again without the cleared slots' KV.
+      if (!outcome.preset.config.slots_keep_kv) {
+        if (CalibrationFit refit = WholeBatchFit(prefill.points, false); refit.good) prefill = std::move(refit);
+      }
+    }
   }
   const bool curved = prefill.coefficients.size() == 3;
   if (prefill.good) {

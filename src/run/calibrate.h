@@ -28,6 +28,12 @@
 //      prefill_ms_per_1m_pairs x P x (P + the streams' KV) / 1e6 on all of them), and the preset
 //      takes whole_batch_attention (emulate/cost_model.h) when that fit leaves under half the
 //      other's relative residual with a pair cost above 0.
+//   4. what idle slots keep, when step 3 took whole_batch_attention and the engine has at most
+//      kMaxSlotsProbed slots (the server's count where it says one, else the base preset's
+//      max_num_seqs): run/calibrate_slots.h; the preset takes slots_keep_kv from it.
+// Before each point of steps 1 to 3 the slots are cleared (run/calibrate_slots.h ClearSlots) when
+// there are at most kMaxSlotsProbed: an engine whose idle slots keep their last prompt and attend
+// it (llama.cpp) would otherwise price every point with whatever earlier points left there.
 // Each pass's speed against the points' median across passes is kept (and a change of more than
 // 15% said): an endpoint whose speed changed mid-run yields a preset of an average machine.
 // A fit needs two points more than its coefficients, and the decode fit two prompt lengths.
@@ -54,6 +60,7 @@
 #include "emulate/engine_preset.h"
 #include "load/runner.h"
 #include "run/calibrate_limits.h"
+#include "run/calibrate_slots.h"
 
 namespace bakeoff::run {
 
@@ -86,6 +93,9 @@ struct CalibrationPoint {
   // A prompt among streams (step 3): the KV tokens the other streams held when it arrived; its ms
   // is its TTFT less the streams' share of the step. 0 for every other point.
   double others_kv_tokens = 0;
+  // Prefill points: the KV tokens the cleared slots beside it kept (the clearing burst's prompts;
+  // run/calibrate_slots.h), 0 when the slots are not cleared.
+  double idle_kv_tokens = 0;
 };
 
 struct CalibrationFit {
@@ -118,6 +128,9 @@ struct CalibrationOutcome {
   double own_attention_residual = 0;
   double whole_batch_residual = 0;
   bool whole_batch_attention = false;
+  // Step 4: the slots probed (0: not probed) and what was seen.
+  std::uint32_t slots = 0;
+  IdleSlotsOutcome idle_slots;
   bool interrupted = false;
   std::string preset_text;  // as written to config.out
 };

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "run/calibrate_slots.h"
 
 namespace bakeoff::run {
 namespace {
@@ -167,6 +168,13 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
     lone.mode = load::LoopMode::kClosed;
     lone.concurrency = 1;
     lone.limits.requests = kLoneRequests;
+    // A preset whose slots keep their last request's KV: first as many lone requests as slots, left
+    // out, so that every slot holds one of the probe's requests on both sides (the simulator starts
+    // each step on a fresh engine; the endpoint's slots still hold the previous load's prompts).
+    if (config.preset.config.slots_keep_kv) {
+      lone.limits.warmup_requests = static_cast<std::uint64_t>(std::min<std::int64_t>(
+          config.preset.config.max_num_seqs, kMaxSlotsProbed));
+    }
     lone.limits.duration = window - load_window;
     lone.label = fmt::format("lone request before {:.0f}%{}", 100 * fraction, bursty ? " bursty" : "");
     load::StepSpec step;

@@ -12,7 +12,9 @@
 //      Before each load, kLoneRequests requests one at a time (on both sides): the lone request's
 //      TTFT and TPOT medians tell the preset's error with nothing else running at that minute, so
 //      where the endpoint's speed has moved since calibration (a shared machine's does by 20-30%
-//      between minutes, docs/engines/llama.cpp.md) the load's error beyond it is the model's;
+//      between minutes, docs/engines/llama.cpp.md) the load's error beyond it is the model's. When
+//      the preset's slots keep their KV (slots_keep_kv), as many lone requests as slots go first,
+//      left out, so that the slots hold the same on both sides;
 //   3. per step and metric (TTFT and TPOT p50/p90/p99, request and output-token throughput, and
 //      goodput under the SLO when one is given) the prediction error (simulated - measured) /
 //      measured; a step "holds" when throughput is within kThroughputTolerance and the TTFT and

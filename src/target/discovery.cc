@@ -9,22 +9,28 @@
 namespace bakeoff::target {
 namespace {
 
-// llama.cpp's context size per slot, from GET /props (default_generation_settings.n_ctx); other
-// servers answer 404 or something without it.
-std::optional<std::uint64_t> LlamaCppContext(const net::Endpoint& endpoint,
-                                             const net::ClientOptions& client) {
+// What llama.cpp's GET /props says: the context size per slot (default_generation_settings.n_ctx)
+// and the number of slots (total_slots); other servers answer 404 or something without them.
+struct LlamaCppProps {
+  std::optional<std::uint64_t> n_ctx;
+  std::optional<std::uint64_t> total_slots;
+};
+
+LlamaCppProps ReadLlamaCppProps(const net::Endpoint& endpoint, const net::ClientOptions& client) {
+  LlamaCppProps out;
   Result<net::FetchedResponse> props = net::Fetch(endpoint, GetRequest("/props"), client);
-  if (!props.ok() || props->head.status != 200) return std::nullopt;
+  if (!props.ok() || props->head.status != 200) return out;
   const nlohmann::json j = nlohmann::json::parse(props->body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
+  if (!j.is_object()) return out;
+  const auto positive = [](const nlohmann::json& object, const char* key) -> std::optional<std::uint64_t> {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0) return std::nullopt;
+    return it->get<std::uint64_t>();
+  };
+  out.total_slots = positive(j, "total_slots");
   auto settings = j.find("default_generation_settings");
-  if (settings == j.end() || !settings->is_object()) return std::nullopt;
-  auto n_ctx = settings->find("n_ctx");
-  if (n_ctx == settings->end() || !n_ctx->is_number_unsigned() ||
-      n_ctx->get<std::uint64_t>() == 0) {
-    return std::nullopt;
-  }
-  return n_ctx->get<std::uint64_t>();
+  if (settings != j.end() && settings->is_object()) out.n_ctx = positive(*settings, "n_ctx");
+  return out;
 }
 
 }  // namespace
@@ -93,12 +99,12 @@ Result<TargetFacts> Discover(const net::Endpoint& endpoint, const net::ClientOpt
       facts.max_context_source = "max_model_len of the model in GET /v1/models";
     }
   }
-  if (!facts.max_context_tokens) {
-    if (std::optional<std::uint64_t> n_ctx = LlamaCppContext(endpoint, client)) {
-      facts.max_context_tokens = n_ctx;
-      facts.max_context_source = "default_generation_settings.n_ctx in GET /props";
-    }
+  const LlamaCppProps props = ReadLlamaCppProps(endpoint, client);
+  if (!facts.max_context_tokens && props.n_ctx) {
+    facts.max_context_tokens = props.n_ctx;
+    facts.max_context_source = "default_generation_settings.n_ctx in GET /props";
   }
+  facts.slots = props.total_slots;
   return facts;
 }
 

@@ -3,7 +3,8 @@
 // Owns: learning what a running target serves before any load: the model to ask for (the one
 // named, or the first /v1/models lists), whether it is bakeoff's emulated engine, and its context
 // limit where the server says (max_model_len in the model card, as vLLM, SGLang and the emulated
-// engine report it; llama.cpp's n_ctx in GET /props). Also the one base-URL mistake people make:
+// engine report it; llama.cpp's n_ctx in GET /props) and its number of slots (llama.cpp's
+// total_slots there). Also the one base-URL mistake people make:
 // a URL ending in /v1, to which bakeoff would add /v1/... again.
 // Returns what it found as a value; it never changes the configuration it was given.
 // Does not own: prompt-length calibration (target/prompt_calibration.h) or engine adapters.
@@ -28,6 +29,7 @@ struct TargetFacts {
   bool emulated = false;            // the server said it is bakeoff's emulated engine
   std::optional<std::uint64_t> max_context_tokens;  // prompt + output limit, where the server says
   std::string max_context_source;  // where that limit came from, e.g. "GET /props n_ctx"
+  std::optional<std::uint64_t> slots;  // sequences it runs at once, where it says (llama.cpp's total_slots)
 };
 
 // Asks the server. `model` is the model the user named ("" = take the first listed).

@@ -33,15 +33,19 @@ emulate::EnginePreset BasePreset() {
 // Calibrates the step costs (the limits left out: the Finds*Limits tests measure those) of an
 // emulator on loopback whose costs are `truth`, with up to `max_streams` decoding at once,
 // writing the preset to `out`. `step_noise_cv`: the emulator's step noise (the base preset's 0.02
-// by default).
+// by default). `slots` > 0: the emulator and the base preset run that many sequences at once, the
+// emulator's slots keeping their last request's KV when `slots_keep_kv`.
 Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, const fs::path& out,
                                                std::uint32_t max_streams = 32, double step_noise_cv = 0.02,
-                                               const emulate::FaultConfig& faults = {}) {
+                                               const emulate::FaultConfig& faults = {}, std::int64_t slots = 0,
+                                               bool slots_keep_kv = false) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;
   emulator.engine = BasePreset().config;
   emulator.engine.cost = truth;
   emulator.engine.step_noise_cv = step_noise_cv;
+  emulator.engine.slots_keep_kv = slots_keep_kv;
+  if (slots > 0) emulator.engine.max_num_seqs = slots;
   emulator.faults = faults;
   auto server = emulate::EmulatorServer::Start(emulator);
   if (!server.ok()) return server.error();
@@ -51,7 +55,8 @@ Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, 
   config.target.request.min_tokens = 1;
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
   config.base = BasePreset();
-  config.budget = std::chrono::seconds(90);
+  if (slots > 0) config.base.config.max_num_seqs = slots;
+  config.budget = std::chrono::seconds(120);
   config.limits = false;
   config.max_concurrency = max_streams;
   config.out = out;
@@ -222,31 +227,90 @@ TEST(CalibrateTimingTest, RecoversACpuEnginesCurvedPrefillAndMultiTokenStep) {
 // An engine whose prompt tokens attend the whole batch's KV (llama.cpp b4748 on a CPU): alone, its
 // prefill curves like any attention's; arriving while two streams of 2,048 tokens decode, a
 // 512-token prompt costs several times what it costs alone. The prompts among streams tell it;
-// the preset takes whole_batch_attention with the costs recovered, and predicts such a step.
+// the preset takes whole_batch_attention with the costs recovered, and predicts such a step. Its
+// four slots keep their last request's KV, as llama.cpp's do, which every step attends: the
+// slots cleared before each point keep the fits clean, and the probe of what idle slots keep
+// finds them (the next test has the control).
 TEST(CalibrateTimingTest, TellsAPromptAttendingTheWholeBatchsKv) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
   const emulate::CostModel truth = CpuEngineCosts(100, true);
   const fs::path out = PresetPath("calibrated_whole_batch");
-  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1);
+  Result<run::CalibrationOutcome> outcome = CalibrateCosts(truth, out, 4, 0.1, {}, 4, true);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   ASSERT_EQ(outcome->fits.size(), 2u);
   ASSERT_TRUE(outcome->fits[0].good) << outcome->fits[0].problem;
-  EXPECT_EQ(outcome->mixed_points.size(), 4u);
+  const std::string notes = fmt::format("{}", fmt::join(outcome->notes, "\n"));
+  EXPECT_EQ(outcome->mixed_points.size(), 4u) << notes;
   const emulate::CostModel& fitted = outcome->preset.config.cost;
   ASSERT_TRUE(fitted.whole_batch_attention) << "own residual " << outcome->own_attention_residual << ", whole batch "
                                             << outcome->whole_batch_residual;
   EXPECT_TRUE(HasNote(*outcome, "whole_batch_attention"));
-  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.2 * truth.prefill_ms_per_1m_pairs);
-  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token);
+  EXPECT_NEAR(fitted.prefill_ms_per_1m_pairs, truth.prefill_ms_per_1m_pairs, 0.2 * truth.prefill_ms_per_1m_pairs)
+      << notes;
+  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.25 * truth.prefill_ms_per_token) << notes;
   for (const emulate::StepWork& work : {emulate::StepWork{.prefill_tokens = 512, .kv_tokens = 512},
                                         emulate::StepWork{.prefill_tokens = 512, .decode_seqs = 2, .kv_tokens = 512 + 4200}}) {
     const double expected = emulate::StepMillis(truth, work);
     EXPECT_NEAR(emulate::StepMillis(fitted, work), expected, 0.15 * expected) << work.decode_seqs << " streams beside";
   }
+  EXPECT_EQ(outcome->slots, 4u);
+  EXPECT_EQ(outcome->idle_slots.probes.size(), 4u) << outcome->idle_slots.finding;
+  EXPECT_TRUE(outcome->preset.config.slots_keep_kv) << outcome->idle_slots.finding;
   Result<emulate::EnginePreset> reread = emulate::LoadEnginePreset(out);
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_TRUE(reread->config.cost.whole_batch_attention);
+  EXPECT_TRUE(reread->config.slots_keep_kv);
   fs::remove(out);
+}
+
+// What idle slots keep, probed on two engines alike but for it (whole-batch attention, four
+// slots, step noise CV 0.05), given their true costs: the one whose slots keep their last prompt
+// answers a prompt after the slots were filled with 512-token prompts several times slower than
+// after they were cleared, as predicted; the one whose slots keep nothing answers both alike, and
+// the probe says so. (Each probe is one request, so the figures are judged over the four.)
+TEST(CalibrateTimingTest, TellsSlotsThatKeepTheirKvFromSlotsThatDoNot) {
+  BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
+  const emulate::CostModel truth = CpuEngineCosts(100, true);
+  for (bool keep : {true, false}) {
+    emulate::EmulatorConfig emulator;
+    emulator.port = 0;
+    emulator.engine = BasePreset().config;
+    emulator.engine.cost = truth;
+    emulator.engine.step_noise_cv = 0.05;
+    emulator.engine.max_num_seqs = 4;
+    emulator.engine.slots_keep_kv = keep;
+    auto server = emulate::EmulatorServer::Start(emulator);
+    ASSERT_TRUE(server.ok()) << server.error().message;
+    load::TargetSpec target;
+    target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+    target.request.model = std::string(emulate::kDefaultServedModelName);
+    target.request.ignore_eos = true;
+    target.request.min_tokens = 1;
+    // The true prefill, overhead less the client's (its per-token slope holds the prompt's KV term).
+    const run::WholeBatchPrefill fit{truth.base_ms + truth.multi_token_ms,
+                                     truth.prefill_ms_per_token + truth.kv_ms_per_1k_tokens / 1000,
+                                     truth.prefill_ms_per_1m_pairs, truth.kv_ms_per_1k_tokens};
+    std::uint64_t seed = 1;
+    std::atomic<bool> stop{false};
+    const run::IdleSlotsOutcome found = run::MeasureIdleSlots(
+        target, 4, 512, fit, seed, [] { return false; }, stop, [](const std::string&) {});
+    fmt::print("slots keep their KV: {}; {}\n", keep, found.finding);
+    ASSERT_EQ(found.probes.size(), 4u) << found.finding;
+    EXPECT_EQ(found.slots_keep_kv, keep) << found.finding;
+    double measured_over_predicted = 0;
+    for (const run::IdleSlotProbe& p : found.probes) {
+      EXPECT_NEAR(p.filled_kept_tokens, 3 * 512, 3 * 32) << found.finding;
+      EXPECT_GT(p.predicted_ratio, 2) << found.finding;  // 1,536 kept tokens against a prompt of 256 or 512
+      measured_over_predicted += p.filled_ms / p.cleared_ms / p.predicted_ratio / 4;
+    }
+    if (keep) {
+      EXPECT_NEAR(measured_over_predicted, 1, 0.15) << found.finding;
+      EXPECT_LT(found.kept_residual, 0.2) << found.finding;
+    } else {
+      EXPECT_LT(found.mean_slowdown, 0.15) << found.finding;
+      EXPECT_GT(found.mean_slowdown, -0.15) << found.finding;
+    }
+  }
 }
 
 // An engine fast enough that each limit experiment takes a second or two, with limits unlike the

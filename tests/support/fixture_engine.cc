@@ -135,6 +135,10 @@ ScriptedServer::Responder FixtureResponder(FixtureEngine engine) {
                                                  {"object", "model"},
                                                  {"max_model_len", engine.max_model_len}}})}});
     }
+    if (request.method == "GET" && request.target == "/props" && engine.total_slots) {
+      return Answer(200, {{"total_slots", *engine.total_slots},
+                          {"default_generation_settings", {{"n_ctx", engine.max_model_len}}}});
+    }
     const json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
     if (request.method == "POST" && engine.tokenize &&
         request.target == dialect::TokenizePath(*engine.tokenize)) {

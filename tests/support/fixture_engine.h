@@ -27,6 +27,8 @@ struct FixtureEngine {
   std::uint64_t tokens_per_message = 4;      // chat: per message (role markers)
   std::optional<std::uint64_t> fixed_usage;  // a broken engine: usage always says this
   std::uint64_t max_model_len = 8192;
+  // Set: it serves llama.cpp's GET /props with this total_slots and max_model_len as n_ctx.
+  std::optional<std::uint64_t> total_slots;
 };
 
 std::uint64_t FixtureTokens(std::string_view text);

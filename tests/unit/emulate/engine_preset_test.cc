@@ -147,6 +147,7 @@ max_model_len: 2500
 policy: decode-first
 chunked_prefill: false
 prefill_chunk_tokens: 64
+slots_keep_kv: true
 kv:
   block_tokens: 32
   num_blocks: 4000
@@ -181,6 +182,7 @@ TEST(EnginePresetTest, EveryKeyReachesItsField) {
   EXPECT_EQ(c.policy, SchedulingPolicy::kDecodeFirst);
   EXPECT_FALSE(c.chunked_prefill);
   EXPECT_EQ(c.prefill_chunk_tokens, 64);
+  EXPECT_TRUE(c.slots_keep_kv);
   EXPECT_EQ(c.kv.block_tokens, 32);
   EXPECT_EQ(c.kv.num_blocks, 4000);
   EXPECT_EQ(c.kv.watermark, 0.125);

@@ -93,6 +93,21 @@ TEST(CostModelTest, WholeBatchAttentionCountsThePromptAgainstTheStepsWholeKv) {
   EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{0, 2, 2000}), 6.0 + 0.16 + 0.08);
 }
 
+// The cells idle slots keep are attended like the step's own under whole-batch attention (pairs
+// and KV term), and cost nothing without it.
+TEST(CostModelTest, IdleSlotsKvIsAttendedOnlyUnderWholeBatchAttention) {
+  CostModel model;
+  model.prefill_ms_per_1m_pairs = 2;
+  StepWork work{500, 0, 500};
+  work.prefill_pairs = PrefillPairs(0, 500);
+  work.idle_kv_tokens = 1500;
+  EXPECT_DOUBLE_EQ(StepMillis(model, work), 6.0 + 30.0 + 0.02 + 2 * 0.12525);
+  model.whole_batch_attention = true;
+  EXPECT_DOUBLE_EQ(StepMillis(model, work), 6.0 + 30.0 + 0.08 + 2 * 1.0);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{.decode_seqs = 1, .kv_tokens = 100, .idle_kv_tokens = 900}),
+                   6.0 + 0.08 + 0.04);
+}
+
 // The multi-token cost is paid by a step computing two tokens or more, in any mix, and not by a
 // lone decode token (nor a one-token prompt).
 TEST(CostModelTest, MultiTokenCostIsPaidByEveryStepOfMoreThanOneToken) {
@@ -331,6 +346,85 @@ TEST(SchedulerTest, AbortFreesTheSlot) {
   for (const Timed& t : events) EXPECT_EQ(t.event.id, b);
   scheduler.Abort(a);  // unknown now: no-op
   scheduler.Abort(12345);
+}
+
+// slots_keep_kv: a finished request's slot keeps its KV (prompt and output but the last token)
+// until a request takes the slot; requests take the idle slot left longest ago, an unused one
+// first; a preempted sequence's slot keeps nothing, an aborted one's what it had computed.
+TEST(SchedulerTest, IdleSlotsKeepTheLastRequestsKvUntilTakenLeastRecentlyUsedFirst) {
+  EngineConfig config;
+  config.max_num_seqs = 3;
+  config.slots_keep_kv = true;
+  config.cost.whole_batch_attention = true;
+  config.cost.prefill_ms_per_1m_pairs = 2;
+  Scheduler scheduler(config);
+  // Runs one request alone to the end; returns the idle KV its first step attended.
+  MonoTime now = T0();
+  auto run_alone = [&](std::int64_t prompt, std::int64_t max_tokens) {
+    EXPECT_TRUE(scheduler.Add(Req(prompt, max_tokens)).ok());
+    auto plan = scheduler.BeginStep(now);
+    EXPECT_TRUE(plan);
+    if (!plan) return std::int64_t{-1};
+    const std::int64_t idle = plan->work.idle_kv_tokens;
+    StepWork expected{prompt, 0, prompt};
+    expected.idle_kv_tokens = idle;
+    EXPECT_EQ(plan->end - now, StepTime(config.cost, expected));
+    now = plan->end;
+    scheduler.FinishStep();
+    for (const Timed& t : RunToIdle(scheduler, now)) now = t.at;
+    return idle;
+  };
+  EXPECT_EQ(run_alone(100, 3), 0);    // slot 0 keeps 102
+  EXPECT_EQ(run_alone(200, 1), 102);  // slot 1 (never used) keeps 200
+  EXPECT_EQ(run_alone(50, 1), 302);   // slot 2 keeps 50
+  EXPECT_EQ(run_alone(10, 1), 250);   // slot 0, left longest ago, replaced: keeps 10
+  EXPECT_EQ(run_alone(20, 1), 60);    // slot 1's 200 replaced
+  // An aborted request's slot keeps what it had computed.
+  const SequenceId aborted = *scheduler.Add(Req(30, 100));
+  auto step = scheduler.BeginStep(now);  // slot 2, left longest ago: its 50 replaced
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->work.idle_kv_tokens, 10 + 20);
+  now = step->end;
+  scheduler.FinishStep();
+  scheduler.Abort(aborted);               // 30 computed (its first output token's KV is not)
+  EXPECT_EQ(run_alone(5, 1), 20 + 30);    // slot 0 (10) taken
+  // Without the setting nothing is kept.
+  config.slots_keep_kv = false;
+  Scheduler plain(config);
+  ASSERT_TRUE(plain.Add(Req(100, 2)).ok());
+  RunToIdle(plain, T0());
+  ASSERT_TRUE(plain.Add(Req(100, 2)).ok());
+  auto plan = plain.BeginStep(T0() + std::chrono::seconds(10));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->work.idle_kv_tokens, 0);
+}
+
+// A preempted sequence leaves its slot empty (its KV is released); while it waits, the slot is
+// idle and can be taken.
+TEST(SchedulerTest, APreemptedSequencesSlotKeepsNothing) {
+  EngineConfig config;
+  config.max_model_len = 600;
+  config.kv.block_tokens = 16;
+  config.kv.num_blocks = 40;
+  config.kv.watermark = 0;
+  config.max_num_seqs = 4;
+  config.slots_keep_kv = true;
+  Scheduler scheduler(config);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Add(Req(100, 200)).ok());
+  MonoTime now = T0();
+  std::int64_t preempted = 0;
+  while (auto plan = scheduler.BeginStep(now)) {
+    preempted += plan->preempted;
+    // Idle slots hold only what finished sequences kept (each at most 299 tokens).
+    EXPECT_LE(plan->work.idle_kv_tokens, 3 * 299);
+    now = plan->end;
+    scheduler.FinishStep();
+  }
+  EXPECT_GT(preempted, 0);
+  ASSERT_TRUE(scheduler.Add(Req(10, 1)).ok());
+  auto plan = scheduler.BeginStep(now);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->work.idle_kv_tokens, 3 * 299) << "four slots kept 299 each; the new request took one";
 }
 
 TEST(SchedulerTest, AbortDuringAStepSuppressesItsToken) {

@@ -160,6 +160,18 @@ TEST(DiscoveryTest, FindsTheModelAndItsContextLimit) {
   EXPECT_TRUE(facts->model_from_listing);
   EXPECT_FALSE(facts->emulated);
   EXPECT_EQ(facts->max_context_tokens, 2048u);
+  EXPECT_FALSE(facts->slots.has_value()) << "no GET /props";
+}
+
+// llama.cpp says how many slots it runs in GET /props (total_slots).
+TEST(DiscoveryTest, ReadsLlamaCppsSlotCount) {
+  FixtureEngine engine;
+  engine.total_slots = 4;
+  testing::ScriptedServer server(testing::FixtureResponder(engine));
+  const Result<TargetFacts> facts =
+      Discover(net::ParseEndpoint(server.url()).value(), net::ClientOptions{}, "");
+  ASSERT_TRUE(facts.ok()) << facts.error().message;
+  EXPECT_EQ(facts->slots, 4u);
 }
 
 }  // namespace

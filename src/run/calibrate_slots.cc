@@ -1,0 +1,100 @@
+// run/calibrate_slots.cc: clearing the slots and probing what idle slots keep (contract in
+// calibrate_slots.h).
+#include "run/calibrate_slots.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "run/calibration_load.h"
+
+namespace bakeoff::run {
+
+double WholeBatchPrefill::Ms(double prompt, double kept) const {
+  return overhead_ms + ms_per_token * prompt + ms_per_1m_pairs * prompt * (prompt + kept) / 1e6 +
+         kv_ms_per_1k_tokens * kept / 1000;
+}
+
+double ClearSlots(const load::TargetSpec& target, std::uint32_t slots, std::uint64_t seed,
+                  const std::atomic<bool>& stop) {
+  const CalibrationLoad load = RunClosedPoint(target, 1, 1, slots, slots, seed, stop);
+  return load.ok.empty() ? 0 : CountedPrompt(load.ok, 1).tokens;
+}
+
+IdleSlotsOutcome MeasureIdleSlots(const load::TargetSpec& target, std::uint32_t slots,
+                                  std::uint32_t fill_tokens, const WholeBatchPrefill& fit,
+                                  std::uint64_t& seed, const std::function<bool()>& over_budget,
+                                  const std::atomic<bool>& stop,
+                                  const std::function<void(const std::string&)>& log) {
+  IdleSlotsOutcome out;
+  const auto note_error = [&](const CalibrationLoad& load) {
+    if (out.first_error.empty()) out.first_error = load.first_error;
+  };
+  const double others = slots - 1.0;
+  for (int round = 0; round < kIdleSlotRounds; ++round) {
+    for (std::uint32_t prompt : kIdleSlotPrompts) {
+      if (over_budget()) break;
+      log(fmt::format("what idle slots keep ({} of {}): a {}-token prompt after clearing the {} "
+                      "slots and after filling them with {}-token prompts",
+                      round + 1, kIdleSlotRounds, prompt, slots, fill_tokens));
+      const double cleared_each = ClearSlots(target, slots, ++seed, stop);
+      const CalibrationLoad cleared = RunClosedPoint(target, prompt, 1, 1, 1, ++seed, stop);
+      const CalibrationLoad fill =
+          RunClosedPoint(target, fill_tokens, 1, slots, slots, ++seed, stop);
+      const CalibrationLoad filled = RunClosedPoint(target, prompt, 1, 1, 1, ++seed, stop);
+      note_error(cleared);
+      note_error(fill);
+      note_error(filled);
+      if (cleared.ok.size() != 1 || filled.ok.size() != 1 || fill.ok.size() != slots) continue;
+      IdleSlotProbe probe;
+      probe.prompt_tokens = prompt;
+      const PromptCount before = CountedPrompt(cleared.ok, prompt);
+      const PromptCount after = CountedPrompt(filled.ok, prompt);
+      probe.prefilled_tokens = after.tokens - after.cached;
+      probe.cleared_kept_tokens = others * cleared_each;
+      probe.filled_kept_tokens = others * CountedPrompt(fill.ok, fill_tokens).tokens;
+      probe.cleared_ms = TtftMs(cleared.ok[0]);
+      probe.filled_ms = TtftMs(filled.ok[0]);
+      probe.predicted_ratio = fit.Ms(probe.prefilled_tokens, probe.filled_kept_tokens) /
+                              fit.Ms(before.tokens - before.cached, probe.cleared_kept_tokens);
+      out.probes.push_back(probe);
+    }
+  }
+  if (out.probes.empty()) {
+    out.finding = "not measured: " +
+                  (over_budget() ? std::string("the budget ran out")
+                                 : "a request failed" +
+                                       (out.first_error.empty() ? "" : ": " + out.first_error));
+    return out;
+  }
+  double kept_ss = 0, none_ss = 0;
+  std::vector<std::string> seen;
+  for (const IdleSlotProbe& p : out.probes) {
+    kept_ss += std::pow((p.filled_ms - p.cleared_ms * p.predicted_ratio) / p.filled_ms, 2);
+    none_ss += std::pow((p.filled_ms - p.cleared_ms) / p.filled_ms, 2);
+    out.mean_slowdown += (p.filled_ms / p.cleared_ms - 1) / static_cast<double>(out.probes.size());
+    seen.push_back(fmt::format(
+        "{} tokens {:.0f} -> {:.0f} ms ({:.2f}x; {:.2f}x if the kept cells are attended)",
+        p.prompt_tokens, p.cleared_ms, p.filled_ms, p.filled_ms / p.cleared_ms, p.predicted_ratio));
+  }
+  const double n = static_cast<double>(out.probes.size());
+  out.kept_residual = std::sqrt(kept_ss / n);
+  out.none_residual = std::sqrt(none_ss / n);
+  out.slots_keep_kv =
+      out.mean_slowdown > kKeptMinSlowdown && out.kept_residual < 0.5 * out.none_residual;
+  out.finding = fmt::format(
+      "a prompt after the {} slots were filled with {}-token prompts against after they were "
+      "cleared: {}; {}",
+      slots, fill_tokens, fmt::join(seen, ", "),
+      out.slots_keep_kv ? fmt::format("the idle slots' cells are attended (relative residual "
+                                      "{:.1f}% with them, {:.1f}% without): "
+                                      "the preset takes slots_keep_kv",
+                                      100 * out.kept_residual, 100 * out.none_residual)
+                        : fmt::format("not the slowdown of attended kept cells (relative residual "
+                                      "{:.1f}% with them, {:.1f}% "
+                                      "without): slots_keep_kv stays false",
+                                      100 * out.kept_residual, 100 * out.none_residual));
+  return out;
+}
+
+}  // namespace bakeoff::run
