@@ -48,6 +48,15 @@ struct Scheduler::Impl {
     if (config.slots_keep_kv) slots.resize(static_cast<std::size_t>(config.max_num_seqs));
   }
 
+  struct Slot {
+    std::int64_t kept_tokens = 0;  // KV kept since its last sequence left (0 while busy)
+    std::uint64_t released = 0;    // when it was last left, in releases; 0 = never used
+    bool busy = false;
+  };
+  std::vector<Slot> slots;  // slots_keep_kv only
+  std::int64_t idle_kept_tokens = 0;
+  std::uint64_t slot_releases = 0;
+
   // slots_keep_kv (engine_config.h): a running sequence takes the idle slot released longest ago
   // (never released first), and its KV replaces what that slot kept.
   void TakeSlot(Sequence& seq) {
@@ -89,14 +98,6 @@ struct Scheduler::Impl {
   std::vector<TokenId> seed0_output_ids;
   SequenceId next_id = 1;
   EngineCounters counters;
-  struct Slot {
-    std::int64_t kept_tokens = 0;  // KV kept since its last sequence left (0 while busy)
-    std::uint64_t released = 0;    // when it was last left, in releases; 0 = never used
-    bool busy = false;
-  };
-  std::vector<Slot> slots;  // slots_keep_kv only
-  std::int64_t idle_kept_tokens = 0;
-  std::uint64_t slot_releases = 0;
 };
 
 namespace {

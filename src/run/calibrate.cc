@@ -670,27 +670,25 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
     if (mixed.size() >= 2) ChooseAttention(std::move(mixed), clearing, prefill, outcome);
   }
   // 4. What idle slots keep: only an engine attending the whole batch's KV pays for them.
-  if (outcome.whole_batch_attention && !over_budget()) {
-    if (slots > kMaxSlotsProbed) {
-      outcome.not_determined.push_back(fmt::format(
-          "slots_keep_kv: not probed ({} slots, more than {}); the base preset's", slots, kMaxSlotsProbed));
+  if (outcome.whole_batch_attention && !clearing) {
+    outcome.not_determined.push_back(
+        fmt::format("slots_keep_kv: not probed ({} slots, more than {}); the base preset's", slots, kMaxSlotsProbed));
+  } else if (outcome.whole_batch_attention) {
+    const WholeBatchPrefill fit{prefill.coefficients[0], prefill.coefficients[1], prefill.coefficients[2],
+                                cost.kv_ms_per_1k_tokens};
+    const auto fill = static_cast<std::uint32_t>(std::min<std::uint64_t>(1024, context / 2));
+    outcome.slots = static_cast<std::uint32_t>(slots);
+    outcome.idle_slots = MeasureIdleSlots(target, outcome.slots, fill, fit, seed, over_budget, stop, log);
+    if (first_error.empty()) first_error = outcome.idle_slots.first_error;
+    if (outcome.idle_slots.probes.empty()) {
+      outcome.not_determined.push_back("slots_keep_kv: " + outcome.idle_slots.finding + "; the base preset's");
     } else {
-      const WholeBatchPrefill fit{prefill.coefficients[0], prefill.coefficients[1], prefill.coefficients[2],
-                                  cost.kv_ms_per_1k_tokens};
-      const auto fill = static_cast<std::uint32_t>(std::min<std::uint64_t>(1024, context / 2));
-      outcome.slots = static_cast<std::uint32_t>(slots);
-      outcome.idle_slots = MeasureIdleSlots(target, outcome.slots, fill, fit, seed, over_budget, stop, log);
-      if (first_error.empty()) first_error = outcome.idle_slots.first_error;
-      if (outcome.idle_slots.probes.empty()) {
-        outcome.not_determined.push_back("slots_keep_kv: " + outcome.idle_slots.finding + "; the base preset's");
-      } else {
-        outcome.preset.config.slots_keep_kv = outcome.idle_slots.slots_keep_kv;
-        outcome.notes.push_back("idle slots: " + outcome.idle_slots.finding);
-      }
-      // Slots that keep nothing: the whole-batch fit again without the cleared slots' KV.
-      if (!outcome.preset.config.slots_keep_kv) {
-        if (CalibrationFit refit = WholeBatchFit(prefill.points, false); refit.good) prefill = std::move(refit);
-      }
+      outcome.preset.config.slots_keep_kv = outcome.idle_slots.slots_keep_kv;
+      outcome.notes.push_back("idle slots: " + outcome.idle_slots.finding);
+    }
+    // Slots that keep nothing: the whole-batch fit again without the cleared slots' KV.
+    if (!outcome.preset.config.slots_keep_kv) {
+      if (CalibrationFit refit = WholeBatchFit(prefill.points, false); refit.good) prefill = std::move(refit);
     }
   }
   const bool curved = prefill.coefficients.size() == 3;
