@@ -43,6 +43,7 @@ struct EmulateFlags {
   double prefill_ms_per_1m_pairs = 0;
   bool whole_batch_attention = false;
   double decode_ms_per_seq = 0.08;
+  double decode_ms_per_1m_pairs = 0;
   double kv_ms_per_1k_tokens = 0.04;
   double grammar_ms_per_token = 0.05;
   double lora_load_ms = 25.0;
@@ -177,6 +178,7 @@ Result<emulate::EngineConfig> BuildEngine(const EmulateFlags& f) {
   if (use("--prefill-ms-per-1m-pairs")) engine.cost.prefill_ms_per_1m_pairs = f.prefill_ms_per_1m_pairs;
   if (use("--whole-batch-attention")) engine.cost.whole_batch_attention = f.whole_batch_attention;
   if (use("--decode-ms-per-seq")) engine.cost.decode_ms_per_seq = f.decode_ms_per_seq;
+  if (use("--decode-ms-per-1m-pairs")) engine.cost.decode_ms_per_1m_pairs = f.decode_ms_per_1m_pairs;
   if (use("--kv-ms-per-1k-tokens")) engine.cost.kv_ms_per_1k_tokens = f.kv_ms_per_1k_tokens;
   if (use("--grammar-ms-per-token")) engine.cost.grammar_ms_per_token = f.grammar_ms_per_token;
   if (use("--lora-load-ms")) engine.cost.lora_load_ms = f.lora_load_ms;
@@ -388,6 +390,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
                 "Step cost: count those pairs against every KV token of the step's batch, other sequences' too "
                 "(true: a unified cache attended whole, as llama.cpp on a CPU)");
   engine_option("--decode-ms-per-seq", flags->decode_ms_per_seq, "Step cost: ms per decoding sequence");
+  engine_option("--decode-ms-per-1m-pairs", flags->decode_ms_per_1m_pairs,
+                "Step cost: ms per million pairs of a decoding token and a KV token of the step (every stream's, "
+                "so the step grows with the streams' square)");
   engine_option("--kv-ms-per-1k-tokens", flags->kv_ms_per_1k_tokens,
                 "Step cost: ms per 1000 KV-cache tokens attended");
   engine_option("--grammar-ms-per-token", flags->grammar_ms_per_token,

@@ -17,6 +17,7 @@ double StepMillis(const CostModel& model, const StepWork& work) {
          model.prefill_ms_per_token * static_cast<double>(work.prefill_tokens) +
          model.prefill_ms_per_1m_pairs * (pairs / 1e6) +
          model.decode_ms_per_seq * static_cast<double>(work.decode_seqs) +
+         model.decode_ms_per_1m_pairs * (static_cast<double>(work.decode_seqs) * kv_tokens / 1e6) +
          model.kv_ms_per_1k_tokens * (kv_tokens / 1000.0) +
          model.grammar_ms_per_token * static_cast<double>(work.constrained_decodes) +
          model.lora_load_ms * static_cast<double>(work.lora_loads);
@@ -36,6 +37,7 @@ Status ValidateCostModel(const CostModel& model) {
                           {"prefill_ms_per_token", model.prefill_ms_per_token},
                           {"prefill_ms_per_1m_pairs", model.prefill_ms_per_1m_pairs},
                           {"decode_ms_per_seq", model.decode_ms_per_seq},
+                          {"decode_ms_per_1m_pairs", model.decode_ms_per_1m_pairs},
                           {"kv_ms_per_1k_tokens", model.kv_ms_per_1k_tokens},
                           {"grammar_ms_per_token", model.grammar_ms_per_token},
                           {"lora_load_ms", model.lora_load_ms}};

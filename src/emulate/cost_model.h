@@ -8,6 +8,7 @@
 //           + prefill_ms_per_token * prefill_tokens      (prompt tokens prefilled in this step)
 //           + prefill_ms_per_1m_pairs * prefill_pairs / 1e6  (query-key token pairs of their attention)
 //           + decode_ms_per_seq    * decode_seqs         (sequences decoding one token)
+//           + decode_ms_per_1m_pairs * decode_seqs * kv_tokens / 1e6  (their tokens against the step's KV)
 //           + kv_ms_per_1k_tokens  * kv_tokens / 1000    (KV-cache tokens attended in this step)
 //           + grammar_ms_per_token * constrained_decodes (decoding sequences under a grammar)
 //           + lora_load_ms         * lora_loads          (LoRA adapters loaded into a slot)
@@ -27,6 +28,9 @@
 // engine attends the cells its idle slots keep too (EngineConfig::slots_keep_kv): with
 // whole_batch_attention, idle_kv_tokens is added to kv_tokens in the pair term and the KV term
 // (without it they are held, not attended, and cost nothing).
+// The decode pair term is a decoding token scored against every KV token of the step, not only its
+// own sequence's: a step of c streams of context L then grows with c * c * L, as llama.cpp's does on
+// a CPU whose caches do not hold the KV (docs/engines/llama.cpp.md, 2026-12-04); 0 by default.
 // multi_token_ms is the fixed extra cost of
 // a step that computes two or more tokens (prefill tokens plus decoding sequences) over one that
 // computes a lone decode token: an engine whose kernels take a matrix-vector path for one token
@@ -59,6 +63,7 @@ struct CostModel {
   double prefill_ms_per_1m_pairs = 0;  // per million query-key pairs of the step's prefill attention
   bool whole_batch_attention = false;  // those pairs: prefill tokens x the step's KV tokens (above)
   double decode_ms_per_seq = 0.08;     // per sequence decoding in the step
+  double decode_ms_per_1m_pairs = 0;   // per million pairs of a decoding token and a KV token of the step
   double kv_ms_per_1k_tokens = 0.04;   // per 1000 KV-cache tokens attended in the step
   double grammar_ms_per_token = 0.05;  // per decoding sequence under a grammar (structured output)
   double lora_load_ms = 25.0;          // per LoRA adapter loaded into a slot for this step

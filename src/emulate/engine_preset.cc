@@ -74,6 +74,8 @@ const KeySpec kKeys[] = {
      BoolRef([](EnginePreset& p) -> bool& { return p.config.cost.whole_batch_attention; })},
     {"cost.decode_ms_per_seq",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.decode_ms_per_seq; })},
+    {"cost.decode_ms_per_1m_pairs",
+     RealRef([](EnginePreset& p) -> double& { return p.config.cost.decode_ms_per_1m_pairs; })},
     {"cost.kv_ms_per_1k_tokens",
      RealRef([](EnginePreset& p) -> double& { return p.config.cost.kv_ms_per_1k_tokens; })},
     {"cost.grammar_ms_per_token",

@@ -58,6 +58,7 @@ CalibrationFit Fit(std::string name, std::string formula, const std::vector<std:
   CalibrationFit fit;
   fit.name = std::move(name);
   fit.formula = std::move(formula);
+  fit.coefficient_names = coefficient_names;
   fit.points = std::move(points);
   std::vector<std::vector<double>> rows;
   std::vector<double> y;
@@ -125,18 +126,126 @@ double PairTermShare(const CalibrationFit& curve) {
   return total > 0 ? curve.coefficients[2] * pairs / total : 0;
 }
 
-// The multi-token term's share of the fuller decode fit's step at the fewest streams above one
-// (its coefficients: base, multi-token, per sequence, per 1,000 KV tokens); 0 without the term.
-double MultiTokenShare(const CalibrationFit& fuller) {
-  if (fuller.coefficients.size() != 4) return 0;
-  const CalibrationPoint* fewest = nullptr;
-  for (const CalibrationPoint& p : fuller.points) {
-    if (p.concurrency > 1 && (!fewest || p.concurrency < fewest->concurrency)) fewest = &p;
+// The decode fit's terms beyond the per-sequence and per-KV-token ones: the multi-token step's
+// fixed cost and the pair term (each stream's token against every stream's KV).
+struct DecodeTerms {
+  bool stepped = false;
+  bool pairs = false;
+};
+
+// A decode point's regressors, the intercept (base_ms) first, in the order of DecodeFit's names.
+std::vector<double> DecodeRow(const CalibrationPoint& p, DecodeTerms terms) {
+  const double c = p.concurrency, kv = c * p.context_tokens;
+  std::vector<double> row = {1.0};
+  if (terms.stepped) row.push_back(c > 1 ? 1.0 : 0.0);
+  row.push_back(c);
+  row.push_back(kv / 1000);
+  if (terms.pairs) row.push_back(c * kv / 1e6);
+  return row;
+}
+
+CalibrationFit DecodeFit(const std::vector<CalibrationPoint>& points, DecodeTerms terms) {
+  std::vector<std::string> names = {"base_ms"};
+  std::string formula = "gap_ms = base_ms";
+  if (terms.stepped) {
+    names.emplace_back("multi_token_ms");
+    formula += " + multi_token_ms x (streams > 1)";
   }
-  if (!fewest) return 0;
-  const std::vector<double>& k = fuller.coefficients;
-  const double step = k[0] + k[1] + k[2] * fewest->concurrency + k[3] * fewest->concurrency * fewest->context_tokens / 1000;
-  return step > 0 ? k[1] / step : 0;
+  names.insert(names.end(), {"decode_ms_per_seq", "kv_ms_per_1k_tokens"});
+  formula += " + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000";
+  if (terms.pairs) {
+    names.emplace_back("decode_ms_per_1m_pairs");
+    formula += " + decode_ms_per_1m_pairs x streams x streams x context / 1e6";
+  }
+  return Fit("decode", formula, names, points, [terms](const CalibrationPoint& p) {
+    std::vector<double> row = DecodeRow(p, terms);
+    row.erase(row.begin());
+    return row;
+  });
+}
+
+// The share of coefficient `term` (an index into the fit's coefficients) in the fitted decode step,
+// at the point where it weighs most; 0 without a fit.
+double DecodeTermShare(const CalibrationFit& fit, DecodeTerms terms, std::size_t term) {
+  if (fit.coefficients.size() <= term) return 0;
+  double most = 0;
+  for (const CalibrationPoint& p : fit.points) {
+    const std::vector<double> row = DecodeRow(p, terms);
+    double step = 0;
+    for (std::size_t j = 0; j < row.size(); ++j) step += fit.coefficients[j] * row[j];
+    if (step > 0) most = std::max(most, fit.coefficients[term] * row[term] / step);
+  }
+  return most;
+}
+
+// The decode fit with its optional terms (the multi-token step's fixed cost, only with points at
+// one stream and at more; the pair term) chosen by backward elimination: from the fit with both,
+// a term is dropped while it is too small (under kExtraTermMinShare where it weighs most) or not
+// worth its coefficient (F against the fit without it not above kExtraTermMinF, unless the fit
+// without it is not good), the weakest first. Both terms take some of the same curvature, so
+// adding them one at a time missed an engine that has both. A note says what was kept or left out.
+CalibrationFit ChooseDecodeFit(const std::vector<CalibrationPoint>& points, bool one_and_more,
+                               std::vector<std::string>& notes) {
+  DecodeTerms terms{.stepped = one_and_more, .pairs = true};
+  CalibrationFit fit = DecodeFit(points, terms);
+  std::vector<std::string> kept;
+  while (terms.stepped || terms.pairs) {
+    struct Candidate {
+      bool stepped = false;  // dropping the multi-token term (else the pair term)
+      std::string name;
+      double f = 0;
+      double share = 0;
+      CalibrationFit without;
+      bool holds = false;
+    };
+    std::vector<Candidate> candidates;
+    if (terms.stepped) {
+      candidates.push_back({true, "multi-token step cost (one stream's step far cheaper than two streams')", 0,
+                            DecodeTermShare(fit, terms, 1), DecodeFit(points, {.stepped = false, .pairs = terms.pairs})});
+    }
+    if (terms.pairs) {
+      candidates.push_back({false,
+                            "pair term (each stream's token against every stream's KV: the step grows with the "
+                            "streams' square)",
+                            0, DecodeTermShare(fit, terms, fit.coefficients.size() - 1),
+                            DecodeFit(points, {.stepped = terms.stepped, .pairs = false})});
+    }
+    for (Candidate& c : candidates) {
+      c.f = ExtraTermF(c.without, fit);
+      c.holds = fit.good && c.share >= kExtraTermMinShare && (!c.without.good || c.f > kExtraTermMinF);
+    }
+    Candidate* weakest = nullptr;
+    for (Candidate& c : candidates) {
+      if (!c.holds && (weakest == nullptr || c.f < weakest->f)) weakest = &c;
+    }
+    if (weakest == nullptr) {
+      for (const Candidate& c : candidates) {
+        kept.push_back(fmt::format("the {}, {:.0f}% of the fitted time where it weighs most, is kept: {}", c.name,
+                                   100 * c.share,
+                                   c.without.good ? fmt::format("F = {:.1f} against the fit without it, above {}", c.f,
+                                                                kExtraTermMinF)
+                                                  : "without it the fit is not good: " + c.without.problem));
+      }
+      break;
+    }
+    if (fit.good && weakest->share >= kExtraTermMinShare) {
+      notes.push_back(fmt::format("decode: the {}, {:.0f}% of the fitted time where it weighs most, is left out: F = "
+                                  "{:.1f} against the fit without it, not above {}",
+                                  weakest->name, 100 * weakest->share, weakest->f, kExtraTermMinF));
+    }
+    (weakest->stepped ? terms.stepped : terms.pairs) = false;
+    fit = std::move(weakest->without);
+  }
+  for (const std::string& k : kept) notes.push_back("decode: " + k);
+  return fit;
+}
+
+// A fit's coefficient by name; 0 when the fit does not have it.
+double CoefficientOf(const CalibrationFit& fit, std::string_view name) {
+  for (std::size_t j = 0; j < fit.coefficient_names.size() && j < fit.coefficients.size(); ++j) {
+    if (fit.coefficient_names[j] == name) return fit.coefficients[j];
+  }
+  return 0;
 }
 
 // Of a fit with and without an extra term, the one to keep and a note saying why (empty when the
@@ -584,33 +693,13 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
 
   std::set<std::uint32_t> decode_prompts;
   for (const CalibrationPoint& p : decode_points) decode_prompts.insert(p.prompt_tokens);
-  // Decode: linear in the streams and their context, or with the multi-token step's fixed cost
-  // when one stream's step is far cheaper than two streams' (points at one stream and at more).
-  const CalibrationFit decode_line =
-      Fit("decode", "gap_ms = base_ms + decode_ms_per_seq x streams + kv_ms_per_1k_tokens x streams x context / 1000",
-          {"base_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points, [](const CalibrationPoint& p) {
-            return std::vector<double>{static_cast<double>(p.concurrency), p.concurrency * p.context_tokens / 1000};
-          });
+  // Decode: linear in the streams and their context, with the multi-token step's fixed cost and
+  // the pair term where the points show them (ChooseDecodeFit).
   const bool one_and_more = std::any_of(decode_points.begin(), decode_points.end(),
                                         [](const CalibrationPoint& p) { return p.concurrency == 1; }) &&
                             std::any_of(decode_points.begin(), decode_points.end(),
                                         [](const CalibrationPoint& p) { return p.concurrency > 1; });
-  const CalibrationFit decode_stepped =
-      one_and_more ? Fit("decode",
-                         "gap_ms = base_ms + multi_token_ms x (streams > 1) + decode_ms_per_seq x streams + "
-                         "kv_ms_per_1k_tokens x streams x context / 1000",
-                         {"base_ms", "multi_token_ms", "decode_ms_per_seq", "kv_ms_per_1k_tokens"}, decode_points,
-                         [](const CalibrationPoint& p) {
-                           return std::vector<double>{p.concurrency > 1 ? 1.0 : 0.0, static_cast<double>(p.concurrency),
-                                                      p.concurrency * p.context_tokens / 1000};
-                         })
-                   : CalibrationFit{};
-  std::string decode_note;
-  CalibrationFit decode = KeepExtraTerm(decode_line, decode_stepped, MultiTokenShare(decode_stepped),
-                                        "multi-token step cost (one stream's step far cheaper than two streams')",
-                                        decode_note);
-  if (!decode_note.empty()) outcome.notes.push_back(decode_note);
-  const bool stepped = decode.coefficients.size() == 4;
+  CalibrationFit decode = ChooseDecodeFit(decode_points, one_and_more, outcome.notes);
   if (decode.good && decode_prompts.size() < 2) {
     decode.good = false;
     decode.problem = "one prompt length: the per-sequence and per-KV-token costs cannot be told apart";
@@ -633,11 +722,11 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
   if (!prefill_note.empty()) outcome.notes.push_back(prefill_note);
   emulate::CostModel& cost = outcome.preset.config.cost;
   if (decode.good) {
-    const std::vector<double>& k = decode.coefficients;
-    cost.base_ms = k[0];
-    cost.multi_token_ms = stepped ? k[1] : 0;
-    cost.decode_ms_per_seq = k[stepped ? 2 : 1];
-    cost.kv_ms_per_1k_tokens = k[stepped ? 3 : 2];
+    cost.base_ms = CoefficientOf(decode, "base_ms");
+    cost.multi_token_ms = CoefficientOf(decode, "multi_token_ms");
+    cost.decode_ms_per_seq = CoefficientOf(decode, "decode_ms_per_seq");
+    cost.kv_ms_per_1k_tokens = CoefficientOf(decode, "kv_ms_per_1k_tokens");
+    cost.decode_ms_per_1m_pairs = CoefficientOf(decode, "decode_ms_per_1m_pairs");
   }
   // 3. A prompt among streams, timed by the fits so far.
   if (decode.good && prefill.good && decode_contexts.size() >= 2) {

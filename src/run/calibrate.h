@@ -15,7 +15,9 @@
 //      events while all c decode (after the last first token, before the first stream ends) is
 //      one decode step, fitted as base + decode_ms_per_seq x c + kv_ms_per_1k x (c x context) /
 //      1000 with context = P + half the answer, or, when one stream's step is far cheaper than
-//      two streams' beyond noise (the pair term's rule), with multi_token_ms x (c > 1) added.
+//      two streams' beyond noise (the pair term's rule), with multi_token_ms x (c > 1) added; then,
+//      by the same rule, with decode_ms_per_1m_pairs x c x c x context / 1e6 (each stream's token
+//      against every stream's KV: the step grows with the streams' square).
 //      The sweep runs twice, the second time in reverse, each point's median over both passes'
 //      gaps, so a drifting machine speed does not tilt the fit;
 //   3. a prompt among streams: prompts of 256 and 512 tokens (twice each), each arriving while two
@@ -102,7 +104,8 @@ struct CalibrationFit {
   std::string name;     // "prefill" or "decode"
   std::string formula;  // what was fitted, in words
   std::vector<double> coefficients;
-  std::vector<std::string> held_at_zero;  // coefficients the non-negative fit held at 0
+  std::vector<std::string> coefficient_names;  // in the order of coefficients
+  std::vector<std::string> held_at_zero;       // coefficients the non-negative fit held at 0
   double r_squared = 0;
   double rms_residual_ms = 0;
   double rms_relative_residual = 0;  // of residual / measured, what the fit minimised (0.05 = 5%)

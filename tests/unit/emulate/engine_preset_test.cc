@@ -160,6 +160,7 @@ cost:
   prefill_ms_per_1m_pairs: 0.5
   whole_batch_attention: true
   decode_ms_per_seq: 0.75
+  decode_ms_per_1m_pairs: 40
   kv_ms_per_1k_tokens: 3
   grammar_ms_per_token: 0.25
   lora_load_ms: 12
@@ -193,6 +194,7 @@ TEST(EnginePresetTest, EveryKeyReachesItsField) {
   EXPECT_TRUE(c.cost.whole_batch_attention);
   EXPECT_EQ(c.cost.multi_token_ms, 4.5);
   EXPECT_EQ(c.cost.decode_ms_per_seq, 0.75);
+  EXPECT_EQ(c.cost.decode_ms_per_1m_pairs, 40.0);
   EXPECT_EQ(c.cost.kv_ms_per_1k_tokens, 3.0);
   EXPECT_EQ(c.cost.grammar_ms_per_token, 0.25);
   EXPECT_EQ(c.cost.lora_load_ms, 12.0);
@@ -373,7 +375,7 @@ TEST(EnginePresetTest, WrongTypesNameLineAndKey) {
   EXPECT_EQ(
       ErrorOf("cost:\n"),
       "e.yaml:1: cost: expected a mapping of base_ms, multi_token_ms, prefill_ms_per_token, prefill_ms_per_1m_pairs, "
-      "whole_batch_attention, decode_ms_per_seq, kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
+      "whole_batch_attention, decode_ms_per_seq, decode_ms_per_1m_pairs, kv_ms_per_1k_tokens, grammar_ms_per_token, lora_load_ms, got nothing");
 }
 
 TEST(EnginePresetTest, UnknownPolicyAndCachingNamesListTheValidOnes) {

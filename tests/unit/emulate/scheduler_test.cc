@@ -108,6 +108,23 @@ TEST(CostModelTest, IdleSlotsKvIsAttendedOnlyUnderWholeBatchAttention) {
                    6.0 + 0.08 + 0.04);
 }
 
+// The decode pair term: each decoding token against every KV token of the step (the idle slots'
+// too under whole-batch attention), so four streams of 1,000 tokens pay 16 times one stream's
+// pairs of the same context.
+TEST(CostModelTest, DecodePairsGrowWithTheStreamsSquare) {
+  CostModel model;
+  model.decode_ms_per_1m_pairs = 500;
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{0, 1, 1000}), 6.0 + 0.08 + 0.04 + 0.5);
+  EXPECT_DOUBLE_EQ(StepMillis(model, StepWork{0, 4, 4000}), 6.0 + 0.32 + 0.16 + 8.0);
+  StepWork with_idle{.decode_seqs = 1, .kv_tokens = 1000, .idle_kv_tokens = 1000};
+  EXPECT_DOUBLE_EQ(StepMillis(model, with_idle), 6.0 + 0.08 + 0.04 + 0.5);
+  model.whole_batch_attention = true;
+  EXPECT_DOUBLE_EQ(StepMillis(model, with_idle), 6.0 + 0.08 + 0.08 + 1.0);
+  model.decode_ms_per_1m_pairs = -1;
+  ASSERT_FALSE(ValidateCostModel(model).ok());
+  EXPECT_NE(ValidateCostModel(model).error().message.find("decode_ms_per_1m_pairs"), std::string::npos);
+}
+
 // The multi-token cost is paid by a step computing two tokens or more, in any mix, and not by a
 // lone decode token (nor a one-token prompt).
 TEST(CostModelTest, MultiTokenCostIsPaidByEveryStepOfMoreThanOneToken) {
