@@ -370,6 +370,10 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
   return out;
 }
 
+// Why PromptAmongStreams measured nothing when the streams' prompts are too long for the context
+// (a slow engine's streams must answer for long to outlast the prompt): shorter ones may fit.
+constexpr std::string_view kStreamsDoNotFit = "the context cannot hold streams that outlast the prompt";
+
 // Step 3's point: a `prompt`-token prompt arriving while kMixedStreams streams of `stream_prompt`
 // tokens decode, timed from the fits (`cost`: the decode fit's; `prefill`: the lone one) so the
 // streams are decoding when it arrives and outlast its prefill. nullopt, with `why`, when the point
@@ -386,7 +390,7 @@ std::optional<CalibrationPoint> PromptAmongStreams(const load::TargetSpec& targe
   const double outlast_ms = arrive_ms + 3 * LonePrefillMs(prefill, prompt);
   const auto output = static_cast<std::uint32_t>(std::ceil(outlast_ms / std::max(gap, 0.01))) + 32;
   if (std::uint64_t{stream_prompt} + output + 64 > context) {
-    why = "the context cannot hold streams that outlast the prompt";
+    why = kStreamsDoNotFit;
     return std::nullopt;
   }
   if (outlast_ms + output * gap > ToMillis(time_left)) {
@@ -743,8 +747,13 @@ Result<CalibrationOutcome> Calibrate(const CalibrateConfig& config, const std::a
         clear_slots();
         const Nanos time_left = config.budget - (RealClock().Now() - started);
         std::string why;
-        if (std::optional<CalibrationPoint> point = PromptAmongStreams(target, cost, prefill, decode_contexts.back(),
-                                                                       prompt, context, time_left, ++seed, stop, why)) {
+        std::optional<CalibrationPoint> point;
+        // The long decode context's streams, or half as long while they do not fit (not under the prompt).
+        for (std::uint32_t streams = decode_contexts.back(); !point && streams > prompt; streams /= 2) {
+          point = PromptAmongStreams(target, cost, prefill, streams, prompt, context, time_left, ++seed, stop, why);
+          if (why != kStreamsDoNotFit) break;
+        }
+        if (point) {
           point->idle_kv_tokens = idle_beside(kMixedStreams + 1);
           mixed.push_back(*point);
         } else {

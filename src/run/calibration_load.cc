@@ -38,7 +38,11 @@ CalibrationLoad Run(const load::RunSpec& spec, const std::atomic<bool>& stop) {
       load.ok.push_back(std::move(r));
     } else {
       ++load.failed;
-      if (load.first_error.empty()) load.first_error = r.error.empty() ? measure::OutcomeName(r.outcome) : r.error;
+      if (load.first_error.empty()) {
+        load.first_error = !r.error.empty()                     ? r.error
+                           : r.outcome == measure::Outcome::kOk ? "answered without any token event (no first token)"
+                                                                : measure::OutcomeName(r.outcome);
+      }
     }
   }
   return load;
