@@ -81,7 +81,7 @@ IdleSlotsOutcome MeasureIdleSlots(const load::TargetSpec& target, std::uint32_t 
   out.kept_residual = std::sqrt(kept_ss / n);
   out.none_residual = std::sqrt(none_ss / n);
   out.slots_keep_kv =
-      out.mean_slowdown > kKeptMinSlowdown && out.kept_residual < 0.5 * out.none_residual;
+      out.mean_slowdown > kKeptMinSlowdown && out.kept_residual < out.none_residual;
   out.finding = fmt::format(
       "a prompt after the {} slots were filled with {}-token prompts against after they were "
       "cleared: {}; {}",
