@@ -497,7 +497,11 @@ TestCertificate MakeSelfSignedCertificate(const std::string& dir,
     ADD_FAILURE() << "mkdtemp in " << dir << ": " << std::strerror(errno);
     return {};
   }
-  TestCertificate cert{pattern + "/cert.pem", pattern + "/key.pem"};
+  TestCertificate cert{pattern + "/cert.pem", pattern + "/key.pem",
+                       std::shared_ptr<void>(nullptr, [directory = pattern](void*) {
+                         std::error_code ignored;
+                         fs::remove_all(directory, ignored);
+                       })};
   const std::string command =
       "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
       "/CN=localhost"

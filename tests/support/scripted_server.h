@@ -186,10 +186,12 @@ class ScriptedServer {
 
 // A self-signed certificate (by default for 127.0.0.1 and localhost), made with the openssl
 // command line tool in a fresh directory under `dir`. `subject_alt_names` is openssl's
-// subjectAltName syntax. Fails the current test (and returns empty paths) on error.
+// subjectAltName syntax. Fails the current test (and returns empty paths) on error. The directory
+// is removed when the last copy of the certificate goes.
 struct TestCertificate {
   std::string cert_file;
   std::string key_file;
+  std::shared_ptr<void> directory_remover;
 };
 TestCertificate MakeSelfSignedCertificate(
     const std::string& dir, const std::string& subject_alt_names = "IP:127.0.0.1,DNS:localhost");
