@@ -62,11 +62,20 @@ double Rel(double got, double want) {
   return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want);
 }
 
+// The peak-to-mean over one window size that the source's own process gives (where the source
+// was generated and its process is known): the lowest and highest over the source and other
+// realizations.
+struct PeakRange {
+  double low = 0, high = 0;
+};
+
 // The tolerances of docs/workloads.md ("Tolerances of the round trip") that a synthesized
 // trace's fingerprint breaks against its source's, one line each; empty when all hold. Without
-// `peaks`, peak-to-mean is left out.
+// `peaks`, peak-to-mean is left out; with `peak_ranges`, its tolerance is around the range of the
+// source's process rather than around the source's figure alone.
 std::vector<std::string> Mismatches(const Fingerprint& src, const Fingerprint& syn,
-                                    bool peaks = true) {
+                                    bool peaks = true,
+                                    const std::vector<PeakRange>& peak_ranges = {}) {
   std::vector<std::string> out;
   auto check = [&out](bool ok, const std::string& what) {
     if (!ok) out.push_back(what);
@@ -83,9 +92,16 @@ std::vector<std::string> Mismatches(const Fingerprint& src, const Fingerprint& s
     const double tolerance = w.window_s <= 10   ? kPeakToMeanShortTolerance
                              : w.window_s <= 60 ? kPeakToMeanMinuteTolerance
                                                 : kPeakToMeanLongTolerance;
-    check(Rel(syn.rate_windows[i].peak_to_mean, w.peak_to_mean) <= tolerance,
-          fmt::format("peak-to-mean over {} s windows {:.3g} vs {:.3g}", w.window_s,
-                      syn.rate_windows[i].peak_to_mean, w.peak_to_mean));
+    const PeakRange range =
+        i < peak_ranges.size() ? peak_ranges[i] : PeakRange{w.peak_to_mean, w.peak_to_mean};
+    const double got = syn.rate_windows[i].peak_to_mean;
+    check(got >= range.low * (1 - tolerance) && got <= range.high * (1 + tolerance),
+          range.low == range.high
+              ? fmt::format("peak-to-mean over {} s windows {:.3g} vs {:.3g}", w.window_s, got,
+                            w.peak_to_mean)
+              : fmt::format("peak-to-mean over {} s windows {:.3g} vs {:.3g} (its process: {:.3g} "
+                            "to {:.3g})",
+                            w.window_s, got, w.peak_to_mean, range.low, range.high));
   }
   check(Rel(syn.gap_cv, src.gap_cv) <= kGapCvTolerance,
         fmt::format("gap CV {:.4g} vs {:.4g}", syn.gap_cv, src.gap_cv));
@@ -612,13 +628,12 @@ struct GeneratedShape {
   // Whether peak-to-mean holds its tolerances too (docs/workloads.md, "Beyond the tolerances",
   // says where it does not yet): printed either way, asserted when true.
   bool peaks = true;
-  // false: CV 20 in batches of 1-100 with idle hours, where even the mean rate and CV are not held
-  // yet: printed, not asserted.
-  bool held = true;
   std::string Name() const {
     return fmt::format("cv {} batches 1-{}{}", cv, batch_max, idle ? " idle hours" : "");
   }
 };
+
+constexpr std::uint64_t kSourceSeed = 17;
 
 Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
   constexpr std::size_t kRequests = 30'000;
@@ -657,27 +672,51 @@ Trace Generated(const GeneratedShape& g, std::uint64_t seed) {
   return t;
 }
 
+// Peak-to-mean over each of the source's windows in the source and in other realizations of the
+// process that made it (kRealizations of them, seeds after the source's). A synthesized trace is
+// one more realization: over an hour's windows of an eight-hour source at CV 8, the process's own
+// realizations differ from the source by up to 17%, and no synthesis can be held nearer the source
+// than its own process comes.
+constexpr std::uint64_t kRealizations = 16;
+std::vector<PeakRange> ProcessPeakRanges(const GeneratedShape& g, const Fingerprint& src) {
+  std::vector<PeakRange> ranges;
+  for (const RateWindow& w : src.rate_windows) ranges.push_back({w.peak_to_mean, w.peak_to_mean});
+  for (std::uint64_t seed = kSourceSeed + 1; seed <= kSourceSeed + kRealizations; ++seed) {
+    const Fingerprint other = FingerprintTrace(Generated(g, seed));
+    for (std::size_t i = 0; i < ranges.size() && i < other.rate_windows.size(); ++i) {
+      ranges[i].low = std::min(ranges[i].low, other.rate_windows[i].peak_to_mean);
+      ranges[i].high = std::max(ranges[i].high, other.rate_windows[i].peak_to_mean);
+    }
+  }
+  return ranges;
+}
+
 // Under AddressSanitizer the property test runs one seed of the shapes at the ends of the range
 // (CV 0 and CV 20): the sanitizer checks the code's memory, which the middle shapes walk the same
 // way; the release build checks every shape with two seeds.
 constexpr std::uint64_t kPropertySeeds = testing::kSanitizedBuild ? 1 : 2;
 
 const GeneratedShape kGeneratedShapes[] = {
-    {0, 1, false},          {0.5, 1, false},       {1, 1, false},
-    {3, 1, false},          {8, 1, false},         {13, 1, false, false},
-    {20, 1, false},         {0, 10, false, false}, {1, 100, false, false},
-    {13, 20, false, false}, {1, 1, true},          {3, 1, true, false},
-    {13, 1, true, false},   {13, 20, true, false}, {20, 100, true, false, false},
+    {0, 1, false},  {0.5, 1, false}, {1, 1, false},        {3, 1, false},   {8, 1, false},
+    {13, 1, false}, {20, 1, false},  {0, 10, false},       {1, 100, false}, {13, 20, false},
+    {1, 1, true},   {3, 1, true},    {13, 1, true, false}, {13, 20, true},  {20, 100, true},
 };
 
-// Every tolerance but peak-to-mean holds at every shape but the last (mean rate, gap CV, tied
-// share, lengths), with arrivals in whole microseconds; peak-to-mean holds too for the renewal
-// sources (CV 0 to 20, but 13) and for CV 1 with idle hours, and is printed for the others
-// (docs/workloads.md, "Beyond the tolerances", says where it does not hold yet).
+// Every tolerance holds at every shape (mean rate, gap CV, tied share, lengths, and peak-to-mean
+// around the range of the source's own process), with arrivals in whole microseconds, but for
+// peak-to-mean at CV 13 with idle hours (docs/workloads.md, "Beyond the tolerances": its hour
+// peaks come out above any of the process's), which is printed.
 TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
   for (const GeneratedShape& g : kGeneratedShapes) {
     if (testing::kSanitizedBuild && g.cv != 0 && g.cv != 20) continue;
-    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, kSourceSeed)));
+    const std::vector<PeakRange> ranges = ProcessPeakRanges(g, src);
+    std::printf("[%s] peak-to-mean of its process:", g.Name().c_str());
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      std::printf(" %gs %.2f (%.2f to %.2f)", src.rate_windows[i].window_s,
+                  src.rate_windows[i].peak_to_mean, ranges[i].low, ranges[i].high);
+    }
+    std::printf("\n");
     // The non-zero gaps' quantiles that synthesis draws the burst state from.
     EXPECT_EQ(src.nonzero_gap_quantiles.size(), kNonzeroGapQuantiles.size()) << g.Name();
     for (std::uint64_t seed = 1; seed <= kPropertySeeds; ++seed) {
@@ -696,9 +735,8 @@ TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
       const std::string name = fmt::format("{}, seed {}", g.Name(), seed);
       std::printf("[%s] tied %.3f->%.3f\n", name.c_str(), src.tied_share, syn.tied_share);
       ExpectMatches(src, syn, name, /*assert_all=*/false);  // prints every figure
-      for (const std::string& m : Mismatches(src, syn, g.peaks)) {
-        if (g.held) ADD_FAILURE() << name << ": " << m;
-      }
+      for (const std::string& m : Mismatches(src, syn, g.peaks, ranges))
+        ADD_FAILURE() << name << ": " << m;
       // Whatever the shape: no same-instant arrivals that the source does not have.
       EXPECT_NEAR(syn.tied_share, src.tied_share, kTiedShareTolerance) << name;
     }
@@ -711,7 +749,7 @@ TEST(SynthesisPropertyTest, ExtremeBurstinessRoundTripsWithinTheTolerances) {
 TEST(SynthesisPropertyTest, TheChecksFailOnAWrongSynthesis) {
   for (const GeneratedShape& g : kGeneratedShapes) {
     if (g.cv == 1 && g.batch_max == 1 && !g.idle) continue;  // Poisson is right for it
-    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, 17)));
+    const Fingerprint src = ThroughJson(FingerprintTrace(Generated(g, kSourceSeed)));
     Fingerprint wrong = src;
     wrong.gap_cv = 1;
     wrong.tied_share = 0;
