@@ -1013,8 +1013,8 @@ double KnotQuantile(const std::vector<std::pair<double, double>>& knots, double 
 // keeps the mean gap) and the idle gaps' spread, so that the gaps, zero ones included, have the
 // fingerprint's CV; and the burst state's scale, so that the median non-zero gap is the source's.
 // The end whose simulation comes nearest the fingerprint's rate and peak-to-mean ratios is kept
-// (without those ratios: the last end within kBurstSpan times the median). Returns false, with no
-// burst state, when no end leaves a body below the mean.
+// (without those ratios: the last end within kBurstSpan times the median). Returns false, changing
+// nothing, when no end leaves a body below the mean.
 bool FitBurstIdle(const Fingerprint& f, Model& m,
                   const std::vector<std::pair<double, double>>& knots,
                   const std::vector<double>& widths, const std::vector<double>& rates, bool noisy,
@@ -1080,6 +1080,7 @@ bool FitBurstIdle(const Fingerprint& f, Model& m,
     fit_share();
     fit_spread();
   };
+  const RateProfile profile_before = m.profile;
   m.profile = RateProfile();
   std::vector<double> body_ends;
   for (const double u : {0.9, 0.95, 0.99, 0.999}) {
@@ -1101,6 +1102,7 @@ bool FitBurstIdle(const Fingerprint& f, Model& m,
   }
   if (!best) {
     m.burst_idle = nullptr;
+    m.profile = profile_before;
     return false;
   }
   gaps = best;
