@@ -418,13 +418,12 @@ struct BurstIdleGaps {
   // (idle_run) has exactly K idle gaps at random places, one of each stratum, scaled so that
   // together they last the idle time expected of the run: a synthesis of the source's size then
   // has the source's idle time, not a handful of idle gaps drawn by luck (or a share of 2.4
-  // rounded to 2), which at a few hour-long idle gaps decides the mean rate. idle_spread scales
+  // rounded to 2), which at a few hour-long idle gaps decides the mean rate. SetIdleSpread scales
   // the strata's spread around their mean (1: the exponential's), so that the CV, which jumps
   // as K does, can still be fitted; it stops where the shortest idle gap would reach 0.
   std::vector<double> idle_values;
   std::size_t idle_run = 1;
   std::size_t idle_per_run = 1;
-  double idle_spread = 1;
   void SetIdleShare(double share, double gaps) {
     idle_share = share;
     idle_mean = (1 - (1 - share) * body_mean) / share;
@@ -440,7 +439,6 @@ struct BurstIdleGaps {
     return shortest < 1 ? 1 / (1 - shortest) : 1;
   }
   void SetIdleSpread(double spread) {
-    idle_spread = spread;
     const std::size_t k = idle_per_run;
     const double per_gap =
         idle_share * static_cast<double>(idle_run) * idle_mean / static_cast<double>(k);
