@@ -6,12 +6,12 @@
 // burst / idle renewal process whose idle share and burst scale are fitted by simulation, with
 // the rate profile kept only when it brings the peaks nearer the source's) and batches of zero
 // gaps (the fingerprint's batch sizes), time-warped through the fingerprint's rate profile (or
-// diurnal shape) after the counting noise is taken out of it, so that the rate over time and the
-// peak-to-mean ratios over every window come back; lengths drawn as (input, output) pairs through a
-// Gaussian copula on quantile functions rebuilt from the fingerprint's percentiles and log2
-// histogram; prefix ids from shared group prefixes whose length is fitted to the fingerprint's
-// ideal prefix-cache share, plus session history. Also the YAML shape parser and the time
-// transforms.
+// diurnal shape) after the counting noise is taken out of it (its idle periods kept empty), so
+// that the rate over time and the peak-to-mean ratios over every window come back; lengths drawn
+// as (input, output) pairs through a Gaussian copula on quantile functions rebuilt from the
+// fingerprint's percentiles and log2 histogram; prefix ids from shared group prefixes whose length
+// is fitted to the fingerprint's ideal prefix-cache share, plus session history. Also the YAML
+// shape parser and the time transforms.
 #include "workload/synthesis.h"
 
 #include <algorithm>
@@ -62,6 +62,10 @@ constexpr double kProfileMargin = 1;
 // The two-state model is used from this squared CV of the non-zero gaps (CV 5); below it the
 // source's gap quantiles with a fitted spread (GapTable) hold the peaks better.
 constexpr double kMinBurstIdleCv2 = 25;
+// A run of empty rate bins at least this many times the source's p99.9 non-zero gap is an idle
+// period of the traffic (a night, a switched-off hour), beyond what its own gaps reach: the rate
+// profile keeps it empty instead of smoothing it away as counting noise.
+constexpr double kIdleRunGaps = 10;
 constexpr double kHour = 3600;
 constexpr double kDay = 86400;
 
@@ -832,15 +836,43 @@ Result<Trace> Synthesize(const Model& m, const SynthesisOptions& options,
   return trace;
 }
 
+// The rate profile of a fingerprint before noise removal (ObservedProfile): bin widths, observed
+// rates, whether they carry counting noise, and which bins lie in idle periods (kIdleRunGaps).
+struct ObservedRates {
+  std::vector<double> widths, rates;
+  std::vector<bool> idle;
+  bool noisy = true;
+  bool has_idle() const { return std::find(idle.begin(), idle.end(), true) != idle.end(); }
+};
+
+// Marks the bins of runs of empty bins that last at least idle_s.
+void MarkIdleRuns(ObservedRates& o, double idle_s) {
+  const std::size_t n = o.rates.size();
+  o.idle.assign(n, false);
+  for (std::size_t k = 0; k < n;) {
+    if (o.rates[k] > 0) {
+      ++k;
+      continue;
+    }
+    std::size_t end = k;
+    double length = 0;
+    while (end < n && !(o.rates[end] > 0)) length += o.widths[end++];
+    if (length >= idle_s)
+      std::fill(o.idle.begin() + static_cast<std::ptrdiff_t>(k),
+                o.idle.begin() + static_cast<std::ptrdiff_t>(end), true);
+    k = end;
+  }
+}
+
 // The rate profile of a fingerprint (docs/workloads.md, "The model"), before noise removal: bin
 // widths and observed rates. From the rate profile when there is one (cut to whole days when the
 // trace spans at least one, so that repeating it keeps the hours of the day), else from the
-// diurnal requests per hour, starting at the first arrival's hour of day; empty otherwise.
-void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vector<double>& rates,
-                     bool& noisy) {
-  widths.clear();
-  rates.clear();
-  noisy = true;
+// diurnal requests per hour, starting at the first arrival's hour of day; empty otherwise. Runs
+// of empty bins of at least idle_s are marked idle.
+ObservedRates ObservedProfile(const Fingerprint& f, double idle_s) {
+  ObservedRates o;
+  std::vector<double>& widths = o.widths;
+  std::vector<double>& rates = o.rates;
   if (f.rate_bins.size() >= 2 && f.rate_bin_s > 0 && f.duration_s > 0) {
     std::size_t n = f.rate_bins.size();
     double last = f.duration_s - f.rate_bin_s * static_cast<double>(n - 1);
@@ -853,10 +885,11 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
       widths.push_back(k + 1 < n ? f.rate_bin_s : std::max(last, 1e-9));
       rates.push_back(static_cast<double>(f.rate_bins[k]) / widths.back());
     }
-    return;
+    MarkIdleRuns(o, idle_s);
+    return o;
   }
   if (f.hourly) {
-    noisy = false;  // summed over days: the hours' counting noise is small next to their shape
+    o.noisy = false;  // summed over days: the hours' counting noise is small next to their shape
     const double origin_s = f.origin_unix_ns ? static_cast<double>(*f.origin_unix_ns) * 1e-9 : 0;
     const double into_day = origin_s - std::floor(origin_s / kDay) * kDay;
     const auto hour = static_cast<std::size_t>(into_day / kHour) % 24;
@@ -868,6 +901,8 @@ void ObservedProfile(const Fingerprint& f, std::vector<double>& widths, std::vec
       rates.push_back(static_cast<double>((*f.hourly)[(hour + i) % 24]) / kHour);
     }
   }
+  o.idle.assign(rates.size(), false);  // not noisy: no noise removal to keep idle hours from
+  return o;
 }
 
 // The non-zero gaps' quantile knots (probability, gap) from a fingerprint's gap percentiles,
@@ -907,17 +942,32 @@ std::vector<std::pair<double, double>> NonzeroGapKnots(const Fingerprint& f) {
 }
 
 // Sets m.profile from the observed bin rates, less the counting noise that a process of events
-// (batches or ties with zero-gap share p, non-zero gaps of squared CV cv2) will add back. Returns
+// (batches or ties with zero-gap share p, non-zero gaps of squared CV cv2) will add back. Idle
+// bins stay empty, and the noise is taken out of the other bins as if they were one stretch of
+// traffic (the idle periods' on and off is no counting noise to measure the rest by). Returns
 // false, leaving the profile flat, when there is no profile to shape.
-bool ShapeProfile(Model& m, const std::vector<double>& widths, const std::vector<double>& rates,
-                  bool noisy, double p, double cv2) {
+bool ShapeProfile(Model& m, const ObservedRates& observed, double p, double cv2) {
+  const std::vector<double>& widths = observed.widths;
   if (widths.size() < 2) return false;
   // Index of dispersion of counts: batches of mean b and variance v at renewal instants of CV^2
   // cv2 give (v + b^2 cv2) / b per event (CV^2 of the gaps for single events).
   const double b = m.batches ? m.batches->mean() : 1 / (1 - p);
   const double v = m.batches ? m.batches->variance() : p / ((1 - p) * (1 - p));
   const double dispersion = (v + b * b * cv2) / b;
-  const std::vector<double> shaped = noisy ? RemoveCountingNoise(rates, widths, dispersion) : rates;
+  std::vector<double> shaped = observed.rates;
+  if (observed.noisy) {
+    std::vector<double> busy_rates, busy_widths;
+    for (std::size_t k = 0; k < widths.size(); ++k) {
+      if (observed.idle[k]) continue;
+      busy_rates.push_back(observed.rates[k]);
+      busy_widths.push_back(widths[k]);
+    }
+    if (busy_rates.empty()) return false;
+    const std::vector<double> busy = RemoveCountingNoise(busy_rates, busy_widths, dispersion);
+    for (std::size_t k = 0, i = 0; k < widths.size(); ++k) {
+      shaped[k] = observed.idle[k] ? 0 : busy[i++];
+    }
+  }
   double mass = 0;
   for (std::size_t k = 0; k < shaped.size(); ++k) mass += shaped[k] * widths[k];
   if (!(mass > 0)) return false;
@@ -1015,8 +1065,7 @@ double KnotQuantile(const std::vector<std::pair<double, double>>& knots, double 
 // nothing, when no end leaves a body below the mean.
 bool FitBurstIdle(const Fingerprint& f, Model& m,
                   const std::vector<std::pair<double, double>>& knots,
-                  const std::vector<double>& widths, const std::vector<double>& rates, bool noisy,
-                  double p) {
+                  const ObservedRates& observed, double p) {
   const double median = KnotQuantile(knots, 0.5);
   const double nonzero_mean = f.gap_s.mean / (1 - std::clamp(f.tied_share, 0.0, 0.999));
   if (!(median > 0) || !(nonzero_mean > 0)) return false;
@@ -1112,11 +1161,15 @@ bool FitBurstIdle(const Fingerprint& f, Model& m,
   if (f.rate_windows.empty()) return true;
   const BurstIdleGaps alone = *gaps;
   const double alone_error = best_error;
-  if (!ShapeProfile(m, widths, rates, noisy, p, gaps->Cv2())) return true;
+  if (!ShapeProfile(m, observed, p, gaps->Cv2())) return true;
   fit();
   // Of the two explanations of the profile, the process alone unless the profile brings the
-  // peaks over the fingerprint's windows clearly nearer the source's (kProfileMargin).
-  if (SimulatedShapeError(f, m, events) >= alone_error - kProfileMargin) {
+  // peaks over the fingerprint's windows clearly nearer the source's (kProfileMargin); but idle
+  // periods longer than the source's gaps reach are the traffic's, not the process's: a profile
+  // with them is kept unless it comes out clearly further from the source.
+  const double profiled_error = SimulatedShapeError(f, m, events);
+  if (observed.has_idle() ? profiled_error > alone_error + kProfileMargin
+                          : profiled_error >= alone_error - kProfileMargin) {
     *gaps = alone;
     m.profile = RateProfile();
   }
@@ -1139,9 +1192,9 @@ void FitArrivals(const Fingerprint& f, Model& m) {
   }
   const double raw_cv2 = (1 + f.gap_cv * f.gap_cv) * (1 - p) - 1;
   const double real_cv2 = std::max(kMinNonzeroGapCv2, raw_cv2);
-  std::vector<double> widths, rates;
-  bool noisy = true;
-  ObservedProfile(f, widths, rates, noisy);
+  const std::vector<std::pair<double, double>> knots = NonzeroGapKnots(f);
+  const ObservedRates observed =
+      ObservedProfile(f, knots.size() >= 2 ? kIdleRunGaps * KnotQuantile(knots, 0.999) : INFINITY);
   // Evenly spaced instants (alone, or each holding a batch): constant gaps at a constant rate,
   // nothing to fit. The non-zero gaps' quantiles say so where they are known; the CV alone leaves
   // a rounding residue once batches explain it.
@@ -1159,15 +1212,14 @@ void FitArrivals(const Fingerprint& f, Model& m) {
   for (int round = 0; round < 4; ++round) {
     const double cv2 = std::max(kMinNonzeroGapCv2, (1 + real_cv2) / a - 1);
     m.gap_shape = 1 / cv2;
-    if (!ShapeProfile(m, widths, rates, noisy, p, cv2)) break;
+    if (!ShapeProfile(m, observed, p, cv2)) break;
     const double next = m.profile.MeanInverse();
     if (std::abs(next - a) < 1e-6) break;
     a = next;
   }
   if (m.gap_shape >= kMinGammaShape) return;
-  const std::vector<std::pair<double, double>> knots = NonzeroGapKnots(f);
   if (knots.size() < 2) return;  // too little is known of the gaps: Gamma it stays
-  if (real_cv2 >= kMinBurstIdleCv2 && FitBurstIdle(f, m, knots, widths, rates, noisy, p)) return;
+  if (real_cv2 >= kMinBurstIdleCv2 && FitBurstIdle(f, m, knots, observed, p)) return;
   // Burstier than Gamma can draw: the source's own gaps, their spread fitted by simulation so that
   // the gaps of the warped process, zero ones included, have the source's CV. The warp's own
   // contribution (idle bins stretch the gaps that span them) is then counted once, whatever the
@@ -1189,7 +1241,7 @@ void FitArrivals(const Fingerprint& f, Model& m) {
       (SimulatedGapCv(m, events) < f.gap_cv ? lo : hi) = mid;
     }
     table->SetSpread(hi);
-    if (!ShapeProfile(m, widths, rates, noisy, p, table->cv2())) break;
+    if (!ShapeProfile(m, observed, p, table->cv2())) break;
   }
 }
 
