@@ -172,7 +172,7 @@ class Experiments {
     const std::optional<measure::RequestRecord> fresh = One(TraceRequestOf(0, prompt, 1, first), kPrefixTextBlock, "prefix cache, first prompt");
     const std::optional<measure::RequestRecord> again = One(TraceRequestOf(0, prompt, 1, first), kPrefixTextBlock, "prefix cache, the same prompt");
     if (!small || !fresh || !again) {
-      f.finding = "not determined: a probe failed";
+      f.finding = "not determined: a probe failed (" + outcome_.notes.back() + ")";
       return Keep(std::move(f));
     }
     const auto point = [&](double shared, const measure::RequestRecord& r) {
@@ -267,7 +267,7 @@ class Experiments {
     const std::optional<measure::RequestRecord> stream = One(TraceRequestOf(0, kBurstPrompt, 32), 0, "chunked prefill, one stream");
     const std::optional<measure::RequestRecord> alone = One(TraceRequestOf(0, long_prompt_, 1), 0, "chunked prefill, the long prompt alone");
     if (!stream || !alone) {
-      f.finding = "not determined: a probe failed";
+      f.finding = "not determined: a probe failed (" + outcome_.notes.back() + ")";
       return Keep(std::move(f));
     }
     long_ttft_ms_ = TtftMs(*alone);
@@ -291,7 +291,7 @@ class Experiments {
                                         [&](const auto& r) { return r.prompt_tokens_planned != long_prompt_; });
     if (long_one == load.ok.end() || streaming == load.ok.end()) {
       Failed(load, 3, "chunked prefill");
-      f.finding = "not determined: a request of the experiment failed";
+      f.finding = "not determined: a request of the experiment failed (" + outcome_.notes.back() + ")";
       return Keep(std::move(f));
     }
     // The stream's gaps that overlap the long prompt's wait for its first token.
