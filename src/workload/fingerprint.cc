@@ -338,7 +338,11 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
       f.batch_sizes.assign(by_size.begin(), by_size.end());
     }
     if (f.duration_s > 0) {
-      f.rate_bin_s = kRateBinLadderS[std::size(kRateBinLadderS) - 1];
+      // Past the ladder (a trace of more than kMaxRateBins days, or timestamps in a wrong unit):
+      // whole days, as many as keep the bins at kMaxRateBins, so the profile stays small.
+      constexpr double kLongestLadderBin = kRateBinLadderS[std::size(kRateBinLadderS) - 1];
+      f.rate_bin_s = kLongestLadderBin *
+                     std::ceil(f.duration_s / kLongestLadderBin / static_cast<double>(kMaxRateBins));
       for (const double bin : kRateBinLadderS) {
         if (std::ceil(f.duration_s / bin) <= static_cast<double>(kMaxRateBins)) {
           f.rate_bin_s = bin;

@@ -91,7 +91,8 @@ struct Fingerprint {
   // Rate over time: requests per bin of rate_bin_s seconds from the first arrival (bin k counts
   // [k * bin, (k + 1) * bin); the last bin ends at the last arrival, which it counts, and may be
   // shorter). The bin is the smallest of 1, 10, 60, 600, 3600, 86400 s that needs at most
-  // kMaxRateBins bins. Empty when the duration is 0 (or in older fingerprint.json files).
+  // kMaxRateBins bins, or past that the fewest whole days that do. Empty when the duration is 0
+  // (or in older fingerprint.json files).
   double rate_bin_s = 0;
   std::vector<std::uint64_t> rate_bins;
 

@@ -295,6 +295,16 @@ TEST(FingerprintTest, RateProfileCountsPerBin) {
   EXPECT_EQ(day.rate_bins[6], 1u);
   EXPECT_EQ(day.rate_bins[179], 1u);
   EXPECT_TRUE(ArrivalsOnly({5, 5}).rate_bins.empty());  // duration 0
+  // Past 1440 days, whole days that keep the bins at 1440: timestamps in a wrong unit (9e12 s
+  // here) once asked for 1e8 day bins, and 9e14 s threw std::bad_alloc.
+  const Fingerprint years = ArrivalsOnly({0, 86400, 2000 * 86400.0});
+  EXPECT_EQ(years.rate_bin_s, 2 * 86400);
+  EXPECT_EQ(years.rate_bins.size(), 1000u);
+  for (const double span : {9e12, 9e14, 1e300}) {
+    const Fingerprint wrong_unit = ArrivalsOnly({0, span});
+    EXPECT_LE(wrong_unit.rate_bins.size(), kMaxRateBins) << span;
+    EXPECT_EQ(wrong_unit.rate_bins.back(), 1u) << span;
+  }
 }
 
 TEST(FingerprintTest, JsonHasNoPromptTextAndUnknownArrivals) {
