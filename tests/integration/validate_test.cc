@@ -71,10 +71,13 @@ class ValidateTimingTest : public ::testing::Test {
 
 TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  // Wall-clock on a shared machine: the server's own preset must hold in one of two attempts (a
-  // loaded machine slows the real run, never the simulated one), as SimulateAgreementTimingTest.
+  // Wall-clock on a shared machine: the server's own preset must hold in one of three attempts (a
+  // loaded machine slows the real run, never the simulated one). Two were not enough on the
+  // 2-core CI VM: on 2026-12-04 a clean-clone run missed by 17.5% (bursty TTFT p50) and then by
+  // 16.9% (a lone request, nothing else running), against 15%; the test alone passed three of
+  // three on the first attempt. The wrong preset below still has to miss by far.
   std::string misses;
-  for (int attempt = 1; attempt <= 2; ++attempt) {
+  for (int attempt = 1; attempt <= 3; ++attempt) {
     const std::string name = "right" + std::to_string(attempt);
     Result<run::ValidationOutcome> right = run::ValidatePreset(Config(Preset(), name, attempt), stop_, [](const std::string&) {});
     ASSERT_TRUE(right.ok()) << right.error().message;
@@ -111,7 +114,7 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   emulate::EnginePreset wrong = Preset();
   wrong.config.cost.base_ms *= 2;
   wrong.config.cost.decode_ms_per_seq *= 3;
-  Result<run::ValidationOutcome> off = run::ValidatePreset(Config(wrong, "wrong", 3), stop_, [](const std::string&) {});
+  Result<run::ValidationOutcome> off = run::ValidatePreset(Config(wrong, "wrong", 4), stop_, [](const std::string&) {});
   ASSERT_TRUE(off.ok()) << off.error().message;
   for (const run::ValidationStep& step : off->steps) {
     EXPECT_FALSE(step.holds) << step.label;
