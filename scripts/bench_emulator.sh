@@ -10,7 +10,9 @@
 #   (e2) the real-time emulator on one core (taskset), with `bakeoff bench` on the other core:
 #        token events per second, the server's CPU share and its own step lag
 #        (bakeoff_emulate_step_lag_seconds from /metrics), at a realistic preset (e2real) and at
-#        step costs small enough that the emulator's own work is the limit (e2fast).
+#        step costs small enough that the emulator's own work is the limit (e2fast); and the
+#        realistic preset again with the step's writes on two threads over both cores, the
+#        client's core included (e2wide).
 # Everything listens on 127.0.0.1 and stops by itself (timeouts on every run).
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
@@ -96,13 +98,14 @@ histogram_quantile_ms() {
     END { for (i = 1; i <= n; i++) if (counts[i] >= q * total) { if (les[i] == "+Inf") print "inf"; else printf "%.2f", les[i] * 1000; exit } }' "$1"
 }
 
-# run_e2 KEY CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: facts KEY.server_args,
-# KEY.client_args, KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms / _p99_ms (bucket
-# upper bounds; "inf" past the last) and KEY.server_cpu_pct; a failure unless every request was ok.
+# run_e2 KEY SERVER_CPUS CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: facts KEY.server_args,
+# KEY.server_cpus, KEY.client_args, KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms
+# / _p99_ms (bucket upper bounds; "inf" past the last), KEY.step_lag_mean_ms and
+# KEY.server_cpu_pct (of one core); a failure unless every request was ok. The client runs on CPU 1.
 run_e2() {
-  local key=$1 concurrency=$2 requests=$3 output=$4
-  shift 4
-  taskset -c 0 "$bakeoff" emulate --port 0 "$@" >"$work/server.log" 2>&1 &
+  local key=$1 cpus=$2 concurrency=$3 requests=$4 output=$5
+  shift 5
+  taskset -c "$cpus" "$bakeoff" emulate --port 0 "$@" >"$work/server.log" 2>&1 &
   server_pid=$!
   local url
   url=$(wait_for_url "$work/server.log" "$server_pid")
@@ -123,20 +126,24 @@ run_e2() {
   ok=$(jq -r '.steps[0].requests.outcomes.ok // 0' "$summary")
   if [ "$ok" != "$requests" ]; then failure "$section" "($key) $ok of $requests requests ok"; return; fi
   fact "$section" "$key.server_args" "$*"
+  fact "$section" "$key.server_cpus" "$cpus"
   fact "$section" "$key.client_args" "$client_args"
   fact "$section" "$key.concurrency" "$concurrency"
   fact "$section" "$key.output_tokens_per_s" "$(jq -r '.steps[0].throughput.output_tokens_per_s' "$summary")"
   fact "$section" "$key.tpot_p50_ms" "$(jq -r '.steps[0].latency.tpot_ms.p50.value' "$summary")"
   fact "$section" "$key.step_lag_p50_ms" "$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.5)"
   fact "$section" "$key.step_lag_p99_ms" "$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.99)"
+  fact "$section" "$key.step_lag_mean_ms" "$(awk '/^bakeoff_emulate_step_lag_seconds_sum/ { s = $NF } /^bakeoff_emulate_step_lag_seconds_count/ { n = $NF } END { if (n > 0) printf "%.2f", 1000 * s / n }' "$work/metrics.txt")"
   fact "$section" "$key.server_cpu_pct" "$(calc "%.0f" "100 * ($ticks1 - $ticks0) / $clk_tck / ($t1 - $t0)")"
 }
 
 log "(e2) real-time emulator"
 # shellcheck disable=SC2086
-run_e2 e2real $e2real_load $e2real_server
+run_e2 e2real 0 $e2real_load $e2real_server
 # shellcheck disable=SC2086
-run_e2 e2fast $e2fast_load $e2fast_server
+run_e2 e2wide 0,1 $e2real_load $e2real_server --write-threads 2
+# shellcheck disable=SC2086
+run_e2 e2fast 0 $e2fast_load $e2fast_server
 section_end "$section"
 exit 0
 }

@@ -3,9 +3,11 @@
 // settings first and the engine flags the user actually typed override it. docs/emulator.md
 // describes every flag, the log lines and the signal behaviour.
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +29,15 @@
 namespace bakeoff::cli {
 
 namespace {
+
+// --write-threads 0: half the CPUs this process may run on (its affinity, so a server pinned to
+// one CPU writes from one thread), at least 1 and at most 4.
+int AutoWriteThreads() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 1;
+  return std::clamp(CPU_COUNT(&cpus) / 2, 1, 4);
+}
 
 struct EmulateFlags {
   std::string host = "127.0.0.1";
@@ -61,6 +72,7 @@ struct EmulateFlags {
   double drain_timeout_s = 30.0;
   bool usage_always = false;
   long long tokens_per_event = 1;
+  long long write_threads = 0;  // 0: auto
   double keepalive_comments_ms = 0.0;
   double fault_error_rate = 0.0;
   double fault_stall_ms = 0.0;
@@ -135,6 +147,10 @@ std::string CheckFlags(const EmulateFlags& f) {
   if (f.max_waiting < 0) return bad("--max-waiting", "must be >= 0", std::to_string(f.max_waiting));
   if (f.tokens_per_event < 1) {
     return bad("--tokens-per-event", "must be >= 1", std::to_string(f.tokens_per_event));
+  }
+  if (f.write_threads < 0 || f.write_threads > emulate::kMaxWriteThreads) {
+    return bad("--write-threads", fmt::format("must be in [0, {}] (0: auto)", emulate::kMaxWriteThreads),
+               std::to_string(f.write_threads));
   }
   if (f.fault_crash_after < 0) {
     return bad("--fault-crash-after", "must be >= 0", std::to_string(f.fault_crash_after));
@@ -257,6 +273,7 @@ int RunEmulate(const EmulateFlags& f) {
   config.max_waiting = f.max_waiting;
   config.usage_always = f.usage_always;
   config.tokens_per_event = f.tokens_per_event;
+  config.write_threads = f.write_threads > 0 ? static_cast<int>(f.write_threads) : AutoWriteThreads();
   config.keepalive_comments = FromMillis(f.keepalive_comments_ms);
   config.faults.error_rate = f.fault_error_rate;
   config.faults.stall = FromMillis(f.fault_stall_ms);
@@ -434,6 +451,10 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--usage-always", flags->usage_always,
                     "Send the usage chunk on every stream, asked for or not");
   command->add_option("--tokens-per-event", flags->tokens_per_event, "Output tokens per SSE event")
+      ->capture_default_str();
+  command->add_option("--write-threads", flags->write_threads,
+                      "Threads writing each engine step's tokens to the streams (0 = auto: half the CPUs "
+                      "this process may run on, 1 to 4)")
       ->capture_default_str();
   command->add_option("--keepalive-comments-ms", flags->keepalive_comments_ms,
                       "SSE ': keep-alive' comment after this many ms of stream silence (0 = off)")

@@ -94,6 +94,7 @@ class EmulatorServer::Impl {
         startup_timer_(io_),
         shutdown_timer_(io_),
         scheduler_(config_.engine),
+        write_fanout_(config_.write_threads),
         fault_rng_(config_.faults.seed),
         request_base_(static_cast<std::uint64_t>(UnixSeconds()) << 24) {}
 
@@ -166,6 +167,7 @@ class EmulatorServer::Impl {
   asio::steady_timer startup_timer_;
   asio::steady_timer shutdown_timer_;
   Scheduler scheduler_;
+  net::WriteFanout write_fanout_;  // hands each step's tokens out
   Rng fault_rng_;
   std::uint16_t port_ = 0;
   MonoTime started_at_;
@@ -228,10 +230,10 @@ class EmulatorServer::Impl {
   std::uint64_t instant_prompt_tokens_ = 0;
   std::uint64_t instant_generation_tokens_ = 0;
   std::vector<TokenEvent> step_events_;  // FinishStep()'s events, copied: handlers may Abort()
+  std::vector<std::shared_ptr<net::HttpServerConnection>> step_connections_;  // written at the step's end
   std::unordered_map<SequenceId, Connection*> streams_;
 };
 
-// One accepted socket; serves its requests one at a time (pipelined ones are queued in buffer_).
 // One accepted socket (net/http_server.h reads, parses and writes): what each request means, and
 // the generation in progress with its faults, stalls and keep-alive comments.
 class Connection final : public net::HttpServerConnection {
@@ -239,14 +241,12 @@ class Connection final : public net::HttpServerConnection {
   Connection(EmulatorServer::Impl& server, tcp::socket socket)
       : HttpServerConnection(std::move(socket), server.limits()), server_(server) {}
 
-  // Writes what the step produced for this connection (called once per step).
-  using HttpServerConnection::Flush;
   std::shared_ptr<Connection> Self() { return std::static_pointer_cast<Connection>(shared_from_this()); }
 
   bool generation_open() const { return generation_open_; }
 
   // A token of this connection's sequence (modelled mode), produced by the step that ended at
-  // `now`. The caller calls Flush() after the whole step has been dispatched.
+  // `now`. The caller writes it (WriteFanout) after the whole step has been dispatched.
   void OnToken(const TokenEvent& event, MonoTime now) {
     if (!responding() || !renderer_ || !generation_open_) return;
     RequestMetrics& metrics = server_.metrics();
@@ -957,8 +957,8 @@ void EmulatorServer::Impl::OnStepDone() {
   step_events_.assign(finished.begin(), finished.end());
   stats_steps_.fetch_add(1, std::memory_order_relaxed);
   const MonoTime now = Now();
-  std::vector<std::shared_ptr<Connection>> touched;
-  touched.reserve(step_events_.size());
+  std::vector<std::shared_ptr<net::HttpServerConnection>>& touched = step_connections_;
+  touched.clear();
   for (const TokenEvent& event : step_events_) {
     auto it = streams_.find(event.id);
     if (it == streams_.end()) continue;
@@ -974,10 +974,11 @@ void EmulatorServer::Impl::OnStepDone() {
     }
     if (connection == nullptr) continue;  // its client went away (--fault-ignore-disconnect)
     connection->OnToken(event, now);
-    touched.push_back(connection->Self());
+    touched.push_back(connection->shared_from_this());
   }
   // One write per connection for the whole step.
-  for (auto& connection : touched) connection->Flush();
+  write_fanout_.FlushAll(touched);
+  touched.clear();
   metrics_.step_lag.Observe(ToSeconds(Now() - step_end_));
   PublishQueueStats();
   WakeIdleWaiters();
@@ -1084,6 +1085,9 @@ Status ValidateEmulatorConfig(const EmulatorConfig& config) {
   }
   if (config.max_waiting < 0) return invalid("max_waiting must be >= 0");
   if (config.tokens_per_event < 1) return invalid("tokens_per_event must be >= 1");
+  if (config.write_threads < 1 || config.write_threads > kMaxWriteThreads) {
+    return invalid(fmt::format("write_threads must be in [1, {}]", kMaxWriteThreads));
+  }
   if (config.keepalive_comments < Nanos{0}) return invalid("keepalive_comments must be >= 0");
   const FaultConfig& f = config.faults;
   for (auto [name, rate] : {std::pair{"faults.error_rate", f.error_rate},

@@ -3,7 +3,8 @@
 // Owns: `bakeoff emulate`'s HTTP server: an OpenAI-compatible endpoint (vLLM's shapes) on
 // Boost.Beast whose token timing comes from the engine model (emulate/scheduler.h) run in real
 // time: engine steps run back to back while there is work and the server idles otherwise; each
-// step's tokens are written to their streams when the step completes, one write per connection.
+// step's tokens are written to their streams when the step completes, one write per connection
+// (spread over `write_threads` threads: net/http_server.h WriteFanout).
 // With `instant`, the model is bypassed and every request's tokens are written as fast as the
 // socket takes them, for measuring clients.
 // Also owns the server's life cycle as an engine shows it to a client: a staged start-up (each
@@ -18,7 +19,7 @@
 // (cli/emulate_command.cc).
 //
 // Threading: Start() spawns one I/O thread that owns every socket, timer, the scheduler and the
-// metrics; nothing in it is locked. The public methods are safe from any other thread. The
+// metrics; nothing in it is locked (the write threads send only while it waits for them). The public methods are safe from any other thread. The
 // `log` and `on_crash` callbacks run on the I/O thread.
 #pragma once
 
@@ -99,6 +100,8 @@ struct FaultConfig {
 // simulator serves only this one.
 inline constexpr std::string_view kDefaultServedModelName = "emulated-model";
 
+inline constexpr int kMaxWriteThreads = 64;
+
 struct EmulatorConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  // 0 = an ephemeral port (see EmulatorServer::port())
@@ -118,6 +121,9 @@ struct EmulatorConfig {
   bool usage_always = false;
   // Output tokens per SSE event (the last event of a stream may carry fewer). >= 1.
   std::int64_t tokens_per_event = 1;
+  // Threads that write a step's tokens to the streams (the I/O thread and write_threads - 1
+  // helpers; net/http_server.h WriteFanout): on loopback one thread needs about 9 us a stream.
+  int write_threads = 1;
   // While a stream has written nothing for this long (e.g. queued), write the SSE comment
   // ": keep-alive". 0 = never.
   Nanos keepalive_comments{0};

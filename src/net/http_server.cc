@@ -1,7 +1,11 @@
 // net/http_server.cc: HTTP/1.1 listener and server connection (contract in http_server.h).
 #include "net/http_server.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <ctime>
 #include <span>
 
@@ -211,8 +215,12 @@ void HttpServerConnection::StreamHead(std::string_view content_type, std::string
 }
 
 void HttpServerConnection::Flush() {
-  if (writing_ || state_ == State::kClosed) return;
-  if (pending_head_.empty() && pending_data_.empty() && !response_queued_) return;
+  if (PrepareWrite()) StartAsyncWrite();
+}
+
+bool HttpServerConnection::PrepareWrite() {
+  if (writing_ || state_ == State::kClosed) return false;
+  if (pending_head_.empty() && pending_data_.empty() && !response_queued_) return false;
   if (!pending_data_.empty()) ++data_writes_;
   std::swap(pending_head_, writing_head_);
   std::swap(pending_data_, writing_data_);
@@ -233,9 +241,49 @@ void HttpServerConnection::Flush() {
     if (framed) buffers[count++] = asio::buffer("\r\n", 2);
   }
   if (writing_final_ && framed) buffers[count++] = asio::buffer("0\r\n\r\n", 5);
+  write_buffer_count_ = count;
   writing_ = true;
-  asio::async_write(socket_, std::span(buffers.data(), count),
+  return true;
+}
+
+void HttpServerConnection::StartAsyncWrite() {
+  asio::async_write(socket_, std::span(write_buffers_.data(), write_buffer_count_),
                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
+}
+
+void HttpServerConnection::SendPrepared() {
+  std::array<iovec, std::tuple_size_v<decltype(write_buffers_)>> iov{};
+  for (std::size_t i = 0; i < write_buffer_count_; ++i) {
+    iov[i] = {const_cast<void*>(write_buffers_[i].data()), write_buffers_[i].size()};
+  }
+  msghdr message{};
+  message.msg_iov = iov.data();
+  message.msg_iovlen = write_buffer_count_;
+  const ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  sent_now_ = sent < 0 ? 0 : static_cast<std::size_t>(sent);
+  send_errno_ = sent < 0 ? errno : 0;
+}
+
+void HttpServerConnection::CompleteSend() {
+  auto complete = [this](beast::error_code ec) {
+    asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->OnWrite(ec); });
+  };
+  if (send_errno_ != 0 && send_errno_ != EAGAIN && send_errno_ != EWOULDBLOCK && send_errno_ != EINTR) {
+    return complete(beast::error_code(send_errno_, boost::system::system_category()));
+  }
+  // Drop what left from the front; the rest (the socket's buffer was full) goes as usual.
+  std::size_t sent = sent_now_;
+  std::size_t first = 0;
+  while (first < write_buffer_count_ && sent >= write_buffers_[first].size()) {
+    sent -= write_buffers_[first].size();
+    ++first;
+  }
+  if (first == write_buffer_count_) return complete({});
+  write_buffers_[first] += sent;
+  std::copy(write_buffers_.begin() + static_cast<std::ptrdiff_t>(first),
+            write_buffers_.begin() + static_cast<std::ptrdiff_t>(write_buffer_count_), write_buffers_.begin());
+  write_buffer_count_ -= first;
+  StartAsyncWrite();
 }
 
 void HttpServerConnection::OnWrite(beast::error_code ec) {
@@ -267,6 +315,71 @@ void HttpServerConnection::FinishResponse() {
   EnterReading();
   ParseBuffered();  // pipelined requests
   DoRead();
+}
+
+// --- WriteFanout ---
+
+WriteFanout::WriteFanout(int threads) {
+  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
+}
+
+WriteFanout::~WriteFanout() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& helper : helpers_) helper.join();
+}
+
+void WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections) {
+  if (helpers_.empty() || connections.size() < kMinConnections) {
+    for (const auto& connection : connections) connection->Flush();
+    return;
+  }
+  batch_.clear();
+  for (const auto& connection : connections) {
+    if (connection->PrepareWrite()) batch_.push_back(connection.get());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    next_.store(0, std::memory_order_relaxed);
+    helpers_busy_ = helpers_.size();
+    ++generation_;
+  }
+  start_.notify_all();
+  SendShare();
+  {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return helpers_busy_ == 0; });
+  }
+  for (HttpServerConnection* connection : batch_) connection->CompleteSend();
+}
+
+void WriteFanout::HelperLoop() {
+  std::uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    SendShare();
+    std::lock_guard lock(mutex_);
+    if (--helpers_busy_ == 0) done_.notify_one();
+  }
+}
+
+void WriteFanout::SendShare() {
+  // Small shares taken in turn, so a thread that wakes late takes less.
+  constexpr std::size_t kShare = 8;
+  for (;;) {
+    const std::size_t first = next_.fetch_add(kShare, std::memory_order_relaxed);
+    if (first >= batch_.size()) return;
+    const std::size_t end = std::min(batch_.size(), first + kShare);
+    for (std::size_t i = first; i < end; ++i) batch_[i]->SendPrepared();
+  }
 }
 
 // --- HttpListener ---

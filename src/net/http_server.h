@@ -22,18 +22,24 @@
 // Does not own: what a request means or what is answered (a subclass's OnRequest), nor any
 // header a particular server adds to every response (passed as `extra_headers`).
 //
-// Threading: everything runs on one io_context's thread; nothing is locked.
+// Threading: everything runs on one io_context's thread; nothing is locked, except in
+// WriteFanout (below), whose helpers send while that thread waits for them.
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
 #include <array>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -126,12 +132,21 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
 
  private:
   friend class HttpListener;
+  friend class WriteFanout;
   enum class State : std::uint8_t { kReading, kResponding, kLingering, kClosed };
 
   void EnterReading();
   void DoRead();
   void OnReadable(boost::system::error_code ec);
   void ParseBuffered();
+  // Moves the pending bytes into the write buffers; false when there is nothing to write or a
+  // write is in progress.
+  bool PrepareWrite();
+  void StartAsyncWrite();
+  // WriteFanout's part: one non-blocking sendmsg of the prepared buffers, from any thread while
+  // the I/O thread waits; then, back on the I/O thread, what is left goes as an ordinary write.
+  void SendPrepared();
+  void CompleteSend();
   void OnWrite(boost::system::error_code ec);
   void FinishResponse();
 
@@ -158,6 +173,45 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   std::string writing_data_;
   std::array<char, 20> chunk_line_{};
   std::array<boost::asio::const_buffer, 5> write_buffers_;  // the write in flight references these
+  std::size_t write_buffer_count_ = 0;
+  std::size_t sent_now_ = 0;  // SendPrepared's result: bytes sent, or errno
+  int send_errno_ = 0;
+};
+
+// Writes many connections' pending bytes at once, spread over threads: an engine step hands its
+// tokens to every stream together, and on loopback each socket write also runs the receiver's
+// TCP receive path on the writing core (about 9 us a write on a 2-core VM), so one thread needs
+// ~9 ms to hand a step out to 1,024 streams. With `threads` > 1 the calling (I/O) thread and
+// threads - 1 helpers each send a share, one non-blocking sendmsg per connection; what a full
+// socket buffer did not take is then written the ordinary way on the I/O thread, and each
+// write's completion runs there as Flush()'s would. Below kMinConnections, or with one thread,
+// it is Flush() on each.
+// Threading: FlushAll is called on the I/O thread, which waits for the helpers before it
+// returns, so nothing else touches the connections meanwhile.
+class WriteFanout {
+ public:
+  static constexpr std::size_t kMinConnections = 64;
+
+  explicit WriteFanout(int threads);
+  ~WriteFanout();
+  WriteFanout(const WriteFanout&) = delete;
+  WriteFanout& operator=(const WriteFanout&) = delete;
+
+  void FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections);
+
+ private:
+  void HelperLoop();
+  void SendShare();
+
+  std::vector<std::thread> helpers_;
+  std::vector<HttpServerConnection*> batch_;
+  std::atomic<std::size_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  std::uint64_t generation_ = 0;
+  std::size_t helpers_busy_ = 0;
+  bool stopping_ = false;
 };
 
 // Accepts connections on one address and keeps them until they close.

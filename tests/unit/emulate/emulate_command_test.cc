@@ -189,6 +189,8 @@ TEST_F(EmulateCommandTest, InvalidValuesExitTwo) {
            {"--port", "99999"},
            {"--on-sigterm", "later"},
            {"--tokens-per-event", "0"},
+           {"--write-threads=-1"},
+           {"--write-threads", "65"},
            {"--fault-error-rate", "1.5"},
            {"--max-waiting=-1"},
            {"--not-ready-status", "99"},

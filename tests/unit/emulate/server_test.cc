@@ -86,6 +86,11 @@ TEST(EmulatorServerTest, RejectsInvalidConfigAndBusyPort) {
   auto bad = EmulatorServer::Start(config);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidInput);
+  EmulatorConfig no_writer = FastConfig();
+  no_writer.write_threads = 0;
+  auto unwritten = EmulatorServer::Start(no_writer);
+  ASSERT_FALSE(unwritten.ok());
+  EXPECT_NE(unwritten.error().message.find("write_threads"), std::string::npos);
   auto first = StartOrDie(FastConfig());
   ASSERT_TRUE(first);
   EmulatorConfig same = FastConfig();
@@ -596,6 +601,28 @@ TEST(EmulatorServerTest, HoldsManyConcurrentStreams) {
   EXPECT_GE(server->stats().requests_total, static_cast<std::uint64_t>(kStreams));
   connections.clear();
   EXPECT_TRUE(WaitFor([&] { return server->stats().connections_open == 0; }));
+}
+
+// Every stream of a step is written by three threads (WriteFanout): each still gets its whole
+// stream, in order, and the steps keep running back to back.
+TEST(EmulatorServerTest, StepsWrittenByThreeThreadsReachEveryStreamInOrder) {
+  EmulatorConfig config = FastConfig();
+  config.engine.max_num_seqs = 128;
+  config.write_threads = 3;
+  auto server = StartOrDie(config);
+  ASSERT_TRUE(server);
+  constexpr int kStreams = 128;
+  constexpr int kTokens = 40;
+  std::vector<std::unique_ptr<TestConnection>> connections;
+  const std::string request = FormatRequest("POST", "/v1/chat/completions", ChatBody(kTokens, true, true));
+  for (int i = 0; i < kStreams; ++i) {
+    connections.push_back(std::make_unique<TestConnection>(server->port()));
+    ASSERT_TRUE(connections.back()->connected()) << i;
+  }
+  // Sent together, so the streams share their steps (64 or more written at once).
+  for (auto& connection : connections) ASSERT_TRUE(connection->Send(request));
+  for (auto& connection : connections) ExpectChatStream(connection->ReadResponse(), kTokens, 3, true);
+  EXPECT_LT(server->stats().steps, static_cast<std::uint64_t>(3 * kTokens));
 }
 
 TEST(EmulatorServerTest, StopEndsOpenStreams) {

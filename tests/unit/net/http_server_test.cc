@@ -5,10 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/post.hpp>
+#include <fmt/format.h>
 
 #include "unit/emulate/test_http_client.h"
 
@@ -166,6 +174,118 @@ TEST_F(HttpServerTest, IdleAndSlowConnectionsAreClosedByTheSweep) {
   EXPECT_TRUE(slow.WaitForClose());
   EXPECT_TRUE(emulate::testing::WaitFor([&] { return open_.load() == 0 && closes_.load() == 2; }));
 }
+
+// GET /broadcast: a stream whose bytes the test appends and writes for every such connection at
+// once, the way the emulator hands a step's tokens out (WriteFanout).
+class BroadcastHandler final : public HttpServerConnection {
+ public:
+  BroadcastHandler(boost::asio::ip::tcp::socket socket, const ServerLimits& limits, std::atomic<int>& closes,
+                   std::vector<std::shared_ptr<HttpServerConnection>>& streams)
+      : HttpServerConnection(std::move(socket), limits), closes_(closes), streams_(streams) {}
+
+  void Append(std::string_view bytes) { data() += bytes; }
+  void End() { EndResponse(); }
+
+ private:
+  void OnRequest(Request&) override {
+    StreamHead("text/plain");
+    Flush();
+    streams_.push_back(shared_from_this());
+  }
+  void OnMalformedRequest(int status, const std::string& message) override {
+    SendWhole(status, "text/plain", message);
+  }
+  void OnClose() override { closes_.fetch_add(1); }
+
+  std::atomic<int>& closes_;
+  std::vector<std::shared_ptr<HttpServerConnection>>& streams_;
+};
+
+class WriteFanoutTest : public HttpServerTest, public ::testing::WithParamInterface<int> {
+ protected:
+  // Runs `f` on the I/O thread and returns its result.
+  template <typename F>
+  auto OnIoThread(F f) {
+    std::promise<decltype(f())> result;
+    boost::asio::post(io_, [&] { result.set_value(f()); });
+    return result.get_future().get();
+  }
+  void StartBroadcast(std::size_t clients) {
+    listener_.emplace(io_, limits_, [this](boost::asio::ip::tcp::socket socket) {
+      return std::make_shared<BroadcastHandler>(std::move(socket), limits_, closes_, streams_);
+    });
+    Status listening = listener_->Listen("127.0.0.1", 0);
+    ASSERT_TRUE(listening.ok()) << listening.error().message;
+    thread_ = std::thread([this] { io_.run(); });
+    for (std::size_t i = 0; i < clients; ++i) {
+      clients_.push_back(std::make_unique<TestConnection>(port()));
+      ASSERT_TRUE(clients_.back()->Send(FormatRequest("GET", "/broadcast", {}, true)));
+    }
+    ASSERT_TRUE(emulate::testing::WaitFor([&] { return OnIoThread([&] { return streams_.size(); }) == clients; }));
+  }
+  // Appends `bytes(i)` to the i-th stream (in arrival order) and writes them all at once.
+  void Round(WriteFanout& fanout, const std::function<std::string(std::size_t)>& bytes, bool last) {
+    OnIoThread([&] {
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        auto* stream = static_cast<BroadcastHandler*>(streams_[i].get());
+        stream->Append(bytes(i));
+        if (last) stream->End();
+      }
+      fanout.FlushAll(streams_);
+      return 0;
+    });
+  }
+
+  std::vector<std::shared_ptr<HttpServerConnection>> streams_;  // I/O thread only
+  std::vector<std::unique_ptr<TestConnection>> clients_;
+};
+
+// Every stream gets its bytes whole and in order, one chunk a round, whether a round went out in
+// one sendmsg or, past a full socket buffer, partly then the ordinary way; with one thread (no
+// fan-out) and with three.
+TEST_P(WriteFanoutTest, EveryStreamGetsItsBytesInOrderThroughFullSocketBuffers) {
+  constexpr std::size_t kClients = WriteFanout::kMinConnections + 36;
+  constexpr int kRounds = 12;
+  StartBroadcast(kClients);
+  WriteFanout fanout(GetParam());
+  std::vector<std::string> expected(kClients);
+  for (int round = 0; round < kRounds; ++round) {
+    auto bytes = [&](std::size_t i) {
+      // Round 4 sends every tenth stream 4 MB: more than a loopback socket buffer holds while
+      // its client is not reading yet.
+      if (round == 4 && i % 10 == 0) return std::string(4 << 20, static_cast<char>('a' + i % 26));
+      return fmt::format("[{}:{}]", i, round);
+    };
+    for (std::size_t i = 0; i < kClients; ++i) expected[i] += bytes(i);
+    Round(fanout, bytes, round == kRounds - 1);
+  }
+  for (std::size_t i = 0; i < kClients; ++i) {
+    HttpResponse response = clients_[i]->ReadResponse();
+    ASSERT_EQ(response.status, 200) << "stream " << i;
+    ASSERT_EQ(response.body.size(), expected[i].size()) << "stream " << i;
+    EXPECT_TRUE(response.body == expected[i]) << "stream " << i << " differs";
+  }
+  EXPECT_EQ(closes_.load(), 0);
+}
+
+// A client that reset its connection: its send fails, its connection closes, the others' go out.
+TEST_P(WriteFanoutTest, AResetPeerClosesItsConnectionAndTheOthersAreWritten) {
+  constexpr std::size_t kClients = WriteFanout::kMinConnections + 8;
+  StartBroadcast(kClients);
+  WriteFanout fanout(GetParam());
+  Round(fanout, [](std::size_t i) { return fmt::format("<{}>", i); }, false);
+  const linger reset{1, 0};
+  ASSERT_EQ(::setsockopt(clients_[3]->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
+  clients_[3]->Close();
+  Round(fanout, [](std::size_t i) { return fmt::format("({})", i); }, true);
+  EXPECT_TRUE(emulate::testing::WaitFor([&] { return closes_.load() == 1; }));
+  for (std::size_t i = 0; i < kClients; ++i) {
+    if (i == 3) continue;
+    EXPECT_EQ(clients_[i]->ReadResponse().body, fmt::format("<{}>({})", i, i)) << "stream " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, WriteFanoutTest, ::testing::Values(1, 3));
 
 TEST_F(HttpServerTest, ListenRefusesAHostThatIsNotAnAddress) {
   HttpListener listener(io_, limits_, [](boost::asio::ip::tcp::socket) -> std::shared_ptr<HttpServerConnection> {
