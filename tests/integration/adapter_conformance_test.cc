@@ -22,6 +22,7 @@
 #include "support/engine_fixture.h"
 #include "support/scripted_server.h"
 #include "target/adapters.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -81,7 +82,7 @@ std::vector<RouteCase> AllRouteCases() {
 }
 
 std::filesystem::path OutDir(const std::string& name) {
-  const auto out = std::filesystem::temp_directory_path() /
+  const auto out = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_conformance_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   return out;

@@ -13,6 +13,7 @@
 #include "support/bakeoff_process.h"
 #include "support/fixture_engine.h"
 #include "support/scripted_server.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -24,7 +25,7 @@ using testing::RunBakeoff;
 
 std::filesystem::path FreshDir(const std::string& name) {
   const auto dir =
-      std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+      bakeoff::testing::ScratchRoot() / (name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -17,6 +17,7 @@
 #include "run/calibrate.h"
 #include "support/bakeoff_process.h"
 #include "support/timing.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -65,7 +66,7 @@ Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, 
 }
 
 fs::path PresetPath(const std::string& name) {
-  return fs::temp_directory_path() / ("bakeoff_" + name + "_" + std::to_string(::getpid()) + ".yaml");
+  return bakeoff::testing::ScratchRoot() / ("bakeoff_" + name + "_" + std::to_string(::getpid()) + ".yaml");
 }
 
 bool HasNote(const run::CalibrationOutcome& outcome, std::string_view text) {
@@ -366,7 +367,7 @@ Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& tru
   config.max_burst = max_burst;
   config.budget = std::chrono::seconds(60);
   config.seed = 7;
-  config.out = fs::temp_directory_path() / ("bakeoff_limits_" + std::to_string(::getpid()) + ".yaml");
+  config.out = bakeoff::testing::ScratchRoot() / ("bakeoff_limits_" + std::to_string(::getpid()) + ".yaml");
   std::atomic<bool> stop{false};
   Result<run::CalibrationOutcome> outcome = run::Calibrate(config, stop, [](const std::string&) {});
   fs::remove(config.out);

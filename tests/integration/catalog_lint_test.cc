@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/bakeoff_process.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -28,7 +29,7 @@ std::string Source(const std::string& relative) {
 class CatalogLintTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bakeoff_catalog_lint_" + std::to_string(::getpid()));
+    dir_ = bakeoff::testing::ScratchRoot() / ("bakeoff_catalog_lint_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

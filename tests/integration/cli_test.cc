@@ -14,6 +14,7 @@
 #include "core/file.h"
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -64,7 +65,7 @@ TEST(CliTest, ReportPagesAreWrittenAndRenderedAgain) {
   config.port = 0;
   auto server = emulate::EmulatorServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const std::filesystem::path out = std::filesystem::temp_directory_path() / ("bakeoff_report_" + std::to_string(::getpid()));
+  const std::filesystem::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_report_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   const Finished bench = RunBakeoff({"bench", "--url", "http://127.0.0.1:" + std::to_string(server.value()->port()),
                                      "--requests", "12", "--concurrency", "2", "--prompt-tokens", "64",
@@ -102,7 +103,7 @@ TEST_P(StopSignalTest, StoppedRunExits128PlusSignalWithAValidSummary) {
   emulator.port = 0;
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const auto out = std::filesystem::temp_directory_path() /
+  const auto out = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_signal_" + std::to_string(signal_number) + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   ProcessOptions stop_later;
@@ -140,7 +141,7 @@ namespace {
 // simulate --keep: what records.jsonl keeps changes nothing in summary.json's figures (they come
 // from every request), and the report is drawn either way.
 TEST(CliTest, SimulateKeepsAllASampleOrNoRecordsWithTheSameFigures) {
-  const std::filesystem::path base = std::filesystem::temp_directory_path() / ("bakeoff_keep_" + std::to_string(::getpid()));
+  const std::filesystem::path base = bakeoff::testing::ScratchRoot() / ("bakeoff_keep_" + std::to_string(::getpid()));
   std::filesystem::remove_all(base);
   const auto simulate = [&](const std::string& keep) {
     const std::filesystem::path out = base / keep;
@@ -190,7 +191,7 @@ TEST(CliTest, SimulateKeepsAllASampleOrNoRecordsWithTheSameFigures) {
 // simulate applies bench's client deadlines: an overloaded engine's queued streams time out at
 // --idle-timeout, as bench's would; a deadline that is no duration is refused naming its flag.
 TEST(CliTest, SimulateGivesUpAtTheClientsDeadlines) {
-  const std::filesystem::path out = std::filesystem::temp_directory_path() / ("bakeoff_deadline_" + std::to_string(::getpid()));
+  const std::filesystem::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_deadline_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   // 8 requests 1 ms apart on small-cpu (4 slots, no chunked prefill): request 0's first token
   // comes at 0.58 s, requests 1-3 are prefilled together by 2.33 s, and 4-7 would wait for a slot

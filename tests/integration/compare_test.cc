@@ -13,6 +13,7 @@
 
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -21,7 +22,7 @@ using nlohmann::json;
 namespace t = testing;
 
 std::filesystem::path OutDir(const std::string& name) {
-  const auto out = std::filesystem::temp_directory_path() / ("bakeoff_compare_" + name + "_" + std::to_string(::getpid()));
+  const auto out = bakeoff::testing::ScratchRoot() / ("bakeoff_compare_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   return out;
 }

@@ -14,6 +14,7 @@
 #include "support/engine_fixture.h"
 #include "support/scripted_server.h"
 #include "target/detection.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -34,7 +35,7 @@ std::unique_ptr<emulate::EmulatorServer> StartEmulator() {
 }
 
 std::filesystem::path OutDir(const std::string& name) {
-  const auto out = std::filesystem::temp_directory_path() /
+  const auto out = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_detect_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   return out;

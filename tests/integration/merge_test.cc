@@ -17,6 +17,7 @@
 #include "emulate/server.h"
 #include "stats/quantile.h"
 #include "support/bakeoff_process.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -60,7 +61,7 @@ class MergeTest : public ::testing::Test {
     auto started = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(started.ok()) << started.error().message;
     server_ = std::move(started.value());
-    root_ = fs::temp_directory_path() / ("bakeoff_merge_" + std::to_string(::getpid()));
+    root_ = bakeoff::testing::ScratchRoot() / ("bakeoff_merge_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_);
   }

@@ -17,6 +17,7 @@
 #include "core/file.h"
 #include "emulate/server.h"
 #include "run/bench.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -26,7 +27,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 fs::path OutDir(const std::string& name) {
-  const fs::path out = fs::temp_directory_path() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
+  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   return out;
 }

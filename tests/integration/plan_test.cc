@@ -11,6 +11,7 @@
 #include "support/bakeoff_process.h"
 #include "workload/fingerprint.h"
 #include "workload/trace_jsonl.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 class PlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
+    dir_ = bakeoff::testing::ScratchRoot() /
            ("bakeoff_plan_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -150,16 +151,16 @@ TEST(SimulateModelTest, SimulateAndPlanRefuseAModelTheEmulatedServerWouldNotServ
   for (const char* command : {"simulate", "plan"}) {
     const testing::Finished f = testing::RunBakeoff(
         {command, "--model", "llama-3-8b", "--rate", "5", "--requests", "5", "--slo", "ttft_p99=1s", "--out",
-         (fs::temp_directory_path() / ("bakeoff_model_" + std::to_string(::getpid()))).string()});
+         (bakeoff::testing::ScratchRoot() / ("bakeoff_model_" + std::to_string(::getpid()))).string()});
     EXPECT_EQ(f.exit_code, 2) << command << ": " << f.output;
     EXPECT_NE(f.output.find("--model: the simulated engine serves 'emulated-model'"), std::string::npos) << f.output;
     EXPECT_NE(f.output.find("404"), std::string::npos) << f.output;
   }
   const testing::Finished same = testing::RunBakeoff(
       {"simulate", "--model", "emulated-model", "--rate", "5", "--requests", "5", "--keep", "summary", "--out",
-       (fs::temp_directory_path() / ("bakeoff_model_ok_" + std::to_string(::getpid()))).string()});
+       (bakeoff::testing::ScratchRoot() / ("bakeoff_model_ok_" + std::to_string(::getpid()))).string()});
   EXPECT_EQ(same.exit_code, 0) << same.output;
-  fs::remove_all(fs::temp_directory_path() / ("bakeoff_model_ok_" + std::to_string(::getpid())));
+  fs::remove_all(bakeoff::testing::ScratchRoot() / ("bakeoff_model_ok_" + std::to_string(::getpid())));
 }
 
 }  // namespace

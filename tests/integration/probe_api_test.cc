@@ -21,6 +21,7 @@
 #include "qualify/quality_set.h"
 #include "support/bakeoff_process.h"
 #include "support/scripted_server.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -32,7 +33,7 @@ using testing::RunBakeoff;
 namespace t = testing;
 
 std::filesystem::path OutDir(const std::string& name) {
-  const auto out = std::filesystem::temp_directory_path() /
+  const auto out = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_probe_api_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(out);
   return out;

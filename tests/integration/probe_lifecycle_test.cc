@@ -15,6 +15,7 @@
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
 #include "target/launcher.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -37,7 +38,7 @@ std::uint16_t FreePort() {
 }
 
 std::filesystem::path OutDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
+  const auto dir = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_probe_" + std::to_string(::getpid()) + "_" +
                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);

@@ -17,12 +17,13 @@
 #include "emulate/engine_preset.h"
 #include "emulate/server.h"
 #include "support/timing.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
 
 std::filesystem::path TempDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
+  const auto dir = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   return dir;

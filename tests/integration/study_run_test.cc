@@ -23,6 +23,7 @@
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
 #include "support/timing.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -50,7 +51,7 @@ json ReadJson(const fs::path& path) {
 class StudyRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("bakeoff_study_" + std::to_string(::getpid()) + "_" +
+    dir_ = bakeoff::testing::ScratchRoot() / ("bakeoff_study_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path Scratch() {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("bakeoff_trace_cli_{}", ::getpid());
+  const fs::path dir = bakeoff::testing::ScratchRoot() / fmt::format("bakeoff_trace_cli_{}", ::getpid());
   fs::create_directories(dir);
   return dir;
 }

@@ -14,6 +14,7 @@
 #include "run/validate.h"
 #include "support/bakeoff_process.h"
 #include "support/timing.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -45,7 +46,7 @@ class ValidateTimingTest : public ::testing::Test {
     auto server = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(server.value());
-    dir_ = fs::temp_directory_path() / ("bakeoff_validate_" + std::to_string(::getpid()));
+    dir_ = bakeoff::testing::ScratchRoot() / ("bakeoff_validate_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -135,7 +136,7 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
 }
 
 TEST(ValidateTest, RefusesAWrongPresetOrShareAndNamesAnEndpointThatServesNothing) {
-  const std::string out = (fs::temp_directory_path() / ("bakeoff_validate_cli_" + std::to_string(::getpid()))).string();
+  const std::string out = (bakeoff::testing::ScratchRoot() / ("bakeoff_validate_cli_" + std::to_string(::getpid()))).string();
   const testing::Finished preset = testing::RunBakeoff(
       {"calibrate", "--url", "http://127.0.0.1:1", "--validate", "no-such-preset", "--out", out, "--engine", "vllm"});
   EXPECT_EQ(preset.exit_code, 2) << preset.output;

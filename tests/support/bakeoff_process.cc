@@ -1,5 +1,6 @@
 // tests/support/bakeoff_process.cc: the bakeoff binary as a child process (contract in the header).
 #include "support/bakeoff_process.h"
+#include "support/scratch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -27,7 +28,7 @@ Finished RunBakeoff(const std::vector<std::string>& args, const ProcessOptions& 
   // two runs given one number would share an output file (ThreadSanitizer found the race).
   static std::atomic<int> run_number = 0;
   const auto output_path =
-      std::filesystem::temp_directory_path() / ("bakeoff_process_" + std::to_string(::getpid()) +
+      bakeoff::testing::ScratchRoot() / ("bakeoff_process_" + std::to_string(::getpid()) +
                                                 "_" + std::to_string(run_number++) + ".txt");
   // Everything the child needs is made before fork(): the test process has other threads (an
   // in-process server), and one of them may hold the allocator's lock at the fork, so the child

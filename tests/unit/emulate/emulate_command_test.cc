@@ -23,6 +23,7 @@
 
 #include "support/bakeoff_process.h"
 #include "test_http_client.h"
+#include "support/scratch.h"
 
 extern char** environ;
 
@@ -204,7 +205,7 @@ TEST_F(EmulateCommandTest, InvalidValuesExitTwo) {
            {"--preset", "no-such-preset-anywhere"}}) {
     std::vector<std::string> args = {BAKEOFF_BINARY, "emulate", "--port", "0"};
     args.insert(args.end(), flags.begin(), flags.end());
-    Child child = Spawn(args, {"BAKEOFF_PRESETS_DIR=" + std::filesystem::temp_directory_path().string()});
+    Child child = Spawn(args, {"BAKEOFF_PRESETS_DIR=" + bakeoff::testing::ScratchRoot().string()});
     ASSERT_GT(child.pid, 0);
     EXPECT_EQ(Wait(child.pid), 2) << flags[0];
     ::close(child.stdout_fd);
@@ -336,7 +337,7 @@ TEST_F(EmulateCommandTest, CrashAfterNRequestsExitsAbruptly) {
 
 TEST_F(EmulateCommandTest, PresetGivesTheEngineAndTypedFlagsOverrideIt) {
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("bakeoff-presets-" + std::to_string(::getpid()));
+      bakeoff::testing::ScratchRoot() / ("bakeoff-presets-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "tiny-test.yaml") << "name: tiny-test\nmax_num_seqs: 4\nmax_model_len: 2048\n";
   const std::string env = "BAKEOFF_PRESETS_DIR=" + dir.string();
@@ -434,7 +435,7 @@ TEST_F(EmulateCommandTest, SigtermIgnoredOnlySigkillStopsIt) {
 
 TEST_F(EmulateCommandTest, ProbeKnobsReachTheServer) {
   const std::filesystem::path answers =
-      std::filesystem::temp_directory_path() /
+      bakeoff::testing::ScratchRoot() /
       ("bakeoff-answers-" + std::to_string(::getpid()) + ".jsonl");
   std::ofstream(answers) << R"({"prompt":"2+2=","answer":"4"})"
                          << "\n";
@@ -460,7 +461,7 @@ TEST_F(EmulateCommandTest, ProbeKnobsReachTheServer) {
 
 TEST_F(EmulateCommandTest, BadAnswersFileNamesTheLineAndExitsTwo) {
   const std::filesystem::path answers =
-      std::filesystem::temp_directory_path() /
+      bakeoff::testing::ScratchRoot() /
       ("bakeoff-bad-answers-" + std::to_string(::getpid()) + ".jsonl");
   std::ofstream(answers) << R"({"prompt":"a","answer":"b"})"
                          << "\n"

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulate/tokenizer.h"
+#include "support/scratch.h"
 
 namespace bakeoff::emulate {
 namespace {
@@ -117,7 +118,7 @@ class AnswersFileTest : public ::testing::Test {
     std::ofstream(path_) << text;
     return path_.string();
   }
-  std::filesystem::path path_ = std::filesystem::temp_directory_path() /
+  std::filesystem::path path_ = bakeoff::testing::ScratchRoot() /
                                 ("bakeoff-answers-" + std::to_string(::getpid()) + ".jsonl");
 };
 

@@ -1,6 +1,7 @@
 // qualify/quality_set.h: JSONL set parsing and its file:line errors, the built-in set, and the
 // five scorers.
 #include "qualify/quality_set.h"
+#include "support/scratch.h"
 
 #include <filesystem>
 #include <fstream>
@@ -106,7 +107,7 @@ TEST(QualitySetTest, BuiltInSetParsesAndHasAboutTenItems) {
 }
 
 TEST(QualitySetTest, LoadsAFileAndNamesItInErrors) {
-  const auto path = std::filesystem::temp_directory_path() / "bakeoff_quality_set_test.jsonl";
+  const auto path = bakeoff::testing::ScratchRoot() / "bakeoff_quality_set_test.jsonl";
   std::ofstream(path) << R"({"id": "a", "prompt": "x", "reference": "y", "scorer": "exact"})"
                       << "\n{\"id\": \"b\"}\n";
   Result<std::vector<QualityItem>> set = LoadQualitySet(path);

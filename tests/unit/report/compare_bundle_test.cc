@@ -20,6 +20,7 @@
 #include "report/report_folder.h"
 #include "study/bundle_reader.h"
 #include "study/runner.h"
+#include "support/scratch.h"
 
 namespace bakeoff::report {
 namespace {
@@ -32,7 +33,7 @@ class CompareBundleTest : public ::testing::Test {
   static void SetUpTestSuite() {
     Result<study::Study> s = study::LoadStudy(fs::path(BAKEOFF_TESTDATA_DIR) / "golden" / "study" / "study.yaml");
     ASSERT_TRUE(s.ok()) << s.error().message;
-    bundle_ = new fs::path(fs::temp_directory_path() / ("bakeoff_compare_bundle_" + std::to_string(::getpid())));
+    bundle_ = new fs::path(bakeoff::testing::ScratchRoot() / ("bakeoff_compare_bundle_" + std::to_string(::getpid())));
     fs::remove_all(*bundle_);
     study::StudyRunOptions options;
     options.out_dir = *bundle_;

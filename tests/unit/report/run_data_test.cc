@@ -22,6 +22,7 @@
 #include "analyze/step_analysis.h"
 #include "report/html_page.h"
 #include "report/report_folder.h"
+#include "support/scratch.h"
 
 namespace bakeoff::report {
 namespace {
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 class RunDataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
+    dir_ = bakeoff::testing::ScratchRoot() /
            fmt::format("bakeoff_run_data_{}_{}", ::getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);

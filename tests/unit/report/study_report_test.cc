@@ -12,6 +12,7 @@
 
 #include "core/file.h"
 #include "study/bundle_reader.h"
+#include "support/scratch.h"
 
 namespace bakeoff::report {
 namespace {
@@ -38,7 +39,7 @@ void ExpectGolden(const std::string& actual, const std::string& name) {
 TEST(StudyReportTest, VerdictAndReportMatchTheirGoldenFilesAndSurviveAResume) {
   Result<study::Study> s = study::LoadStudy(kGolden / "study.yaml");
   ASSERT_TRUE(s.ok()) << s.error().message;
-  const fs::path out = fs::temp_directory_path() / ("bakeoff_golden_" + std::to_string(::getpid()));
+  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_golden_" + std::to_string(::getpid()));
   fs::remove_all(out);
   study::StudyRunOptions options;
   options.out_dir = out;

@@ -12,6 +12,7 @@
 #include "analyze/capacity_search.h"
 #include "support/one_at_a_time_engine.h"
 #include "run/load_target.h"
+#include "support/scratch.h"
 
 namespace bakeoff::run {
 namespace {
@@ -37,7 +38,7 @@ LoadJob Job(double rate, std::uint64_t requests, const analyze::Slo& slo, const 
 class CapacitySimulatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
+    dir_ = bakeoff::testing::ScratchRoot() /
            ("bakeoff_capacity_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);

@@ -13,6 +13,7 @@
 
 #include "core/file.h"
 #include "measure/record.h"
+#include "support/scratch.h"
 
 namespace bakeoff::run {
 namespace {
@@ -24,7 +25,7 @@ using std::chrono::milliseconds;
 class MergeShardsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("bakeoff_merge_unit_" + std::to_string(::getpid()));
+    root_ = bakeoff::testing::ScratchRoot() / ("bakeoff_merge_unit_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_);
   }

@@ -16,6 +16,7 @@
 
 #include "study/features.h"
 #include "target/adapters.h"
+#include "support/scratch.h"
 
 namespace bakeoff::study {
 namespace {
@@ -376,7 +377,7 @@ TEST(CatalogLintTest, EmulatedEntriesSkipImageAndWeightChecks) {
 }
 
 TEST(CatalogLintTest, BundlesThatDoNotExistAreFlagged) {
-  const fs::path dir = fs::temp_directory_path() / ("bakeoff_catalog_" + std::to_string(::getpid()));
+  const fs::path dir = bakeoff::testing::ScratchRoot() / ("bakeoff_catalog_" + std::to_string(::getpid()));
   fs::create_directories(dir / "results" / "old");
   const fs::path file = dir / "catalog.yaml";
   std::ofstream(file) << "runtimes:\n" << CleanEntry() << "    bundles: [results/old, results/gone]\n";

@@ -1,6 +1,7 @@
 // Tests for target/launcher.h: a candidate started in its own process group, its logs stamped
 // line by line, stopped with SIGTERM then SIGKILL, and nothing left behind.
 #include "target/launcher.h"
+#include "support/scratch.h"
 
 #include <filesystem>
 #include <fstream>
@@ -20,7 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::filesystem::path LogDir() {
-  const auto dir = std::filesystem::temp_directory_path() /
+  const auto dir = bakeoff::testing::ScratchRoot() /
                    ("bakeoff_launcher_" + std::to_string(::getpid()) + "_" +
                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);

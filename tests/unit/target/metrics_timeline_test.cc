@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "support/scripted_server.h"
+#include "support/scratch.h"
 
 namespace bakeoff {
 namespace {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 fs::path OutDir(const std::string& name) {
-  const fs::path out = fs::temp_directory_path() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
+  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   return out;
 }

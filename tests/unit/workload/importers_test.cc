@@ -17,6 +17,7 @@
 
 #include "core/file.h"
 #include "workload/trace_jsonl.h"
+#include "support/scratch.h"
 
 namespace bakeoff::workload {
 namespace {
@@ -308,7 +309,7 @@ TEST(ImportersTest, CanonicalTraceFieldsAndRoundTrip) {
   trace.block_tokens = 512;
   for (const TraceRequest& row : im.rows) trace.requests.push_back(row);
   const std::filesystem::path out =
-      std::filesystem::temp_directory_path() / "bakeoff_trace_round_trip.jsonl";
+      bakeoff::testing::ScratchRoot() / "bakeoff_trace_round_trip.jsonl";
   ASSERT_TRUE(WriteTraceJsonl(trace, out).ok());
   std::vector<TraceRequest> again;
   Result<ImportReport> reread = ImportTraceFile(
@@ -408,7 +409,7 @@ TEST(ImportersTest, CanonicalOriginUtcGivesTheWallClock) {
   EXPECT_EQ(*r->origin_unix_ns, 1'700'000'005'250'000'000LL);  // the first row's wall clock
 
   const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / "bakeoff_origin_utc.jsonl";
+      bakeoff::testing::ScratchRoot() / "bakeoff_origin_utc.jsonl";
   ASSERT_TRUE(WriteFileAtomically(path, text).ok());
   Result<Trace> loaded = LoadTrace(path, {});
   std::filesystem::remove(path);

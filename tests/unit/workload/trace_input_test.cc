@@ -23,6 +23,7 @@
 
 #include "core/file.h"
 #include "workload/importers.h"
+#include "support/scratch.h"
 
 namespace bakeoff::workload {
 namespace {
@@ -35,7 +36,7 @@ std::string Data(const std::string& name) {
 
 fs::path Scratch() {
   const fs::path dir =
-      fs::temp_directory_path() / fmt::format("bakeoff_trace_input_{}", ::getpid());
+      bakeoff::testing::ScratchRoot() / fmt::format("bakeoff_trace_input_{}", ::getpid());
   fs::create_directories(dir);
   return dir;
 }
