@@ -174,7 +174,7 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   std::array<char, 20> chunk_line_{};
   std::array<boost::asio::const_buffer, 5> write_buffers_;  // the write in flight references these
   std::size_t write_buffer_count_ = 0;
-  std::size_t sent_now_ = 0;  // SendPrepared's result: bytes sent, or errno
+  std::size_t sent_now_ = 0;  // SendPrepared's result: the bytes it sent, and its errno (0 = none)
   int send_errno_ = 0;
 };
 
