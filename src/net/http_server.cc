@@ -344,14 +344,17 @@ void WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>
   {
     std::lock_guard lock(mutex_);
     next_.store(0, std::memory_order_relaxed);
-    helpers_busy_ = helpers_.size();
     ++generation_;
+    open_ = true;
   }
   start_.notify_all();
   SendShare();
   {
+    // Every share is taken; wait for the helpers still sending theirs, not for those not yet
+    // awake (a busy core may not run them for milliseconds): they skip this hand-out.
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return helpers_busy_ == 0; });
+    done_.wait(lock, [this] { return helpers_sending_ == 0; });
+    open_ = false;
   }
   for (HttpServerConnection* connection : batch_) connection->CompleteSend();
 }
@@ -361,13 +364,14 @@ void WriteFanout::HelperLoop() {
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      start_.wait(lock, [&] { return stopping_ || (open_ && generation_ != seen); });
       if (stopping_) return;
       seen = generation_;
+      ++helpers_sending_;
     }
     SendShare();
     std::lock_guard lock(mutex_);
-    if (--helpers_busy_ == 0) done_.notify_one();
+    if (--helpers_sending_ == 0) done_.notify_one();
   }
 }
 

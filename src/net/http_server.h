@@ -186,8 +186,9 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
 // socket buffer did not take is then written the ordinary way on the I/O thread, and each
 // write's completion runs there as Flush()'s would. Below kMinConnections, or with one thread,
 // it is Flush() on each.
-// Threading: FlushAll is called on the I/O thread, which waits for the helpers before it
-// returns, so nothing else touches the connections meanwhile.
+// Threading: FlushAll is called on the I/O thread. It waits for the helpers that took part in
+// the hand-out before it returns (not for one not yet awake, which then skips it), so nothing else
+// touches the connections meanwhile.
 class WriteFanout {
  public:
   static constexpr std::size_t kMinConnections = 64;
@@ -209,8 +210,9 @@ class WriteFanout {
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable done_;
-  std::uint64_t generation_ = 0;
-  std::size_t helpers_busy_ = 0;
+  std::uint64_t generation_ = 0;  // hand-outs so far
+  bool open_ = false;             // the current hand-out takes helpers
+  std::size_t helpers_sending_ = 0;
   bool stopping_ = false;
 };
 
