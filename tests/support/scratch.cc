@@ -12,9 +12,17 @@
 namespace bakeoff::testing {
 namespace {
 
-// Named once, at start-up, so a child the test forks uses its parent's folder.
-const std::filesystem::path kRoot =
-    std::filesystem::temp_directory_path() / ("bakeoff_test_" + std::to_string(::getpid()));
+// Named once, at start-up, so a child the test forks uses its parent's folder. Without throwing:
+// a TMPDIR that is not a folder must not stop the test binary before main (test discovery runs
+// it at build time); creating the folder then fails in the test that needs it.
+std::filesystem::path NameRoot() {
+  std::error_code error;
+  std::filesystem::path temp = std::filesystem::temp_directory_path(error);
+  if (error) temp = "/tmp";
+  return temp / ("bakeoff_test_" + std::to_string(::getpid()));
+}
+
+const std::filesystem::path kRoot = NameRoot();
 
 // Removes the folder once every test has run, unless one failed.
 class ScratchCleanup final : public ::testing::Environment {
