@@ -100,8 +100,10 @@ histogram_quantile_ms() {
 
 # run_e2 KEY SERVER_CPUS CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: facts KEY.server_args,
 # KEY.server_cpus, KEY.client_args, KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms
-# / _p99_ms (bucket upper bounds; "inf" past the last), KEY.step_lag_mean_ms and
-# KEY.server_cpu_pct (of one core); a failure unless every request was ok. The client runs on CPU 1.
+# / _p99_ms (bucket upper bounds; "inf" past the last), KEY.step_lag_mean_ms, KEY.server_cpu_pct
+# (of one core) and KEY.server_cpu_ms_per_step / KEY.client_cpu_ms_per_step (CPU time over the
+# server's steps; the client's whole run, start-up and report included); a failure unless every
+# request was ok. The client runs on CPU 1.
 run_e2() {
   local key=$1 cpus=$2 concurrency=$3 requests=$4 output=$5
   shift 5
@@ -114,7 +116,7 @@ run_e2() {
   local ticks0 t0 ticks1 t1
   ticks0=$(process_ticks "$server_pid"); t0=$(date +%s.%N)
   # shellcheck disable=SC2086  # split on purpose
-  if ! timeout 240 taskset -c 1 "$bakeoff" bench --url "$url" $client_args --out "$work/$key" >"$work/bench.log" 2>&1; then
+  if ! /usr/bin/time -f "%U %S" -o "$work/client_time.txt" timeout 240 taskset -c 1 "$bakeoff" bench --url "$url" $client_args --out "$work/$key" >"$work/bench.log" 2>&1; then
     failure "$section" "($key) bench exited non-zero ($(tail -n 3 "$work/bench.log" | tr '\n' ' ' | cut -c1-300))"; stop_server; return
   fi
   ticks1=$(process_ticks "$server_pid"); t1=$(date +%s.%N)
@@ -134,6 +136,11 @@ run_e2() {
   fact "$section" "$key.step_lag_p50_ms" "$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.5)"
   fact "$section" "$key.step_lag_p99_ms" "$(histogram_quantile_ms "$work/metrics.txt" bakeoff_emulate_step_lag_seconds 0.99)"
   fact "$section" "$key.step_lag_mean_ms" "$(awk '/^bakeoff_emulate_step_lag_seconds_sum/ { s = $NF } /^bakeoff_emulate_step_lag_seconds_count/ { n = $NF } END { if (n > 0) printf "%.2f", 1000 * s / n }' "$work/metrics.txt")"
+  local steps client_cpu_s
+  steps=$(awk '/^bakeoff_emulate_step_lag_seconds_count/ { print $NF }' "$work/metrics.txt")
+  client_cpu_s=$(awk '{ print $1 + $2 }' "$work/client_time.txt")
+  fact "$section" "$key.server_cpu_ms_per_step" "$(calc "%.2f" "1000 * ($ticks1 - $ticks0) / $clk_tck / $steps")"
+  fact "$section" "$key.client_cpu_ms_per_step" "$(calc "%.2f" "1000 * $client_cpu_s / $steps")"
   fact "$section" "$key.server_cpu_pct" "$(calc "%.0f" "100 * ($ticks1 - $ticks0) / $clk_tck / ($t1 - $t0)")"
 }
 

@@ -957,8 +957,7 @@ void EmulatorServer::Impl::OnStepDone() {
   step_events_.assign(finished.begin(), finished.end());
   stats_steps_.fetch_add(1, std::memory_order_relaxed);
   const MonoTime now = Now();
-  std::vector<std::shared_ptr<net::HttpServerConnection>>& touched = step_connections_;
-  touched.clear();
+  std::vector<std::shared_ptr<net::HttpServerConnection>>& touched = step_connections_;  // empty
   for (const TokenEvent& event : step_events_) {
     auto it = streams_.find(event.id);
     if (it == streams_.end()) continue;
@@ -978,7 +977,7 @@ void EmulatorServer::Impl::OnStepDone() {
   }
   // One write per connection for the whole step.
   write_fanout_.FlushAll(touched);
-  touched.clear();
+  touched.clear();  // holds no connection between steps
   metrics_.step_lag.Observe(ToSeconds(Now() - step_end_));
   PublishQueueStats();
   WakeIdleWaiters();

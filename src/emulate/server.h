@@ -19,8 +19,9 @@
 // (cli/emulate_command.cc).
 //
 // Threading: Start() spawns one I/O thread that owns every socket, timer, the scheduler and the
-// metrics; nothing in it is locked (the write threads send only while it waits for them). The public methods are safe from any other thread. The
-// `log` and `on_crash` callbacks run on the I/O thread.
+// metrics; nothing in it is locked (the write threads send only while it waits for them). The
+// public methods are safe from any other thread. The `log` and `on_crash` callbacks run on the
+// I/O thread.
 #pragma once
 
 #include <chrono>

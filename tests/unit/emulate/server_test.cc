@@ -604,7 +604,7 @@ TEST(EmulatorServerTest, HoldsManyConcurrentStreams) {
 }
 
 // Every stream of a step is written by three threads (WriteFanout): each still gets its whole
-// stream, in order, and the steps keep running back to back.
+// stream, in order.
 TEST(EmulatorServerTest, StepsWrittenByThreeThreadsReachEveryStreamInOrder) {
   EmulatorConfig config = FastConfig();
   config.engine.max_num_seqs = 128;
@@ -622,7 +622,9 @@ TEST(EmulatorServerTest, StepsWrittenByThreeThreadsReachEveryStreamInOrder) {
   // Sent together, so the streams share their steps (64 or more written at once).
   for (auto& connection : connections) ASSERT_TRUE(connection->Send(request));
   for (auto& connection : connections) ExpectChatStream(connection->ReadResponse(), kTokens, 3, true);
-  EXPECT_LT(server->stats().steps, static_cast<std::uint64_t>(3 * kTokens));
+  // One step per token, give or take the prefill's: nearly every step wrote all 128 streams, so
+  // the hand-out went through the helpers (WriteFanout::kMinConnections is 64).
+  EXPECT_LE(server->stats().steps, static_cast<std::uint64_t>(kTokens + 4));
 }
 
 TEST(EmulatorServerTest, StopEndsOpenStreams) {
