@@ -348,8 +348,8 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
   if (outcome.slots > 0) {
     const IdleSlotsOutcome& idle = outcome.idle_slots;
     out += fmt::format(
-        "  idle_slots:\n    slots: {}\n    slots_keep_kv: {}\n    finding: {}\n    rms_relative_residual:  # of the "
-        "probes after filling, predicted with the kept cells attended and with nothing kept\n      kept: {:.4g}\n      "
+        "  idle_slots:\n    slots: {}\n    slots_keep_kv: {}\n    finding: {}\n    rms_log_ratio:  # ln(measured / predicted) "
+        "of the probes after filling, predicted with the kept cells attended and with nothing kept\n      kept: {:.4g}\n      "
         "none: {:.4g}\n    points:  # [planned prompt tokens, prefilled, other slots' KV tokens cleared, filled, TTFT ms "
         "cleared, filled, predicted filled / cleared]\n",
         outcome.slots, idle.slots_keep_kv, Quoted(idle.finding), idle.kept_residual, idle.none_residual);

@@ -70,8 +70,11 @@ IdleSlotsOutcome MeasureIdleSlots(const load::TargetSpec& target, std::uint32_t 
   double kept_ss = 0, none_ss = 0;
   std::vector<std::string> seen;
   for (const IdleSlotProbe& p : out.probes) {
-    kept_ss += std::pow((p.filled_ms - p.cleared_ms * p.predicted_ratio) / p.filled_ms, 2);
-    none_ss += std::pow((p.filled_ms - p.cleared_ms) / p.filled_ms, 2);
+    // Ratios compared as logarithms: a prediction twice too slow is as far off as one twice too
+    // fast. (A relative residual caps "no slowdown"'s miss at 100% whatever the slowdown, and so
+    // preferred it to an overshooting prediction even where every probe slowed down.)
+    kept_ss += std::pow(std::log(p.filled_ms / (p.cleared_ms * p.predicted_ratio)), 2);
+    none_ss += std::pow(std::log(p.filled_ms / p.cleared_ms), 2);
     out.mean_slowdown += (p.filled_ms / p.cleared_ms - 1) / static_cast<double>(out.probes.size());
     seen.push_back(fmt::format(
         "{} tokens {:.0f} -> {:.0f} ms ({:.2f}x; {:.2f}x if the kept cells are attended)",
@@ -86,14 +89,14 @@ IdleSlotsOutcome MeasureIdleSlots(const load::TargetSpec& target, std::uint32_t 
       "a prompt after the {} slots were filled with {}-token prompts against after they were "
       "cleared: {}; {}",
       slots, fill_tokens, fmt::join(seen, ", "),
-      out.slots_keep_kv ? fmt::format("the idle slots' cells are attended (relative residual "
-                                      "{:.1f}% with them, {:.1f}% without): "
+      out.slots_keep_kv ? fmt::format("the idle slots' cells are attended (measured within {:.2f} times the "
+                                      "prediction with them, {:.2f} without, as RMS log ratios): "
                                       "the preset takes slots_keep_kv",
-                                      100 * out.kept_residual, 100 * out.none_residual)
-                        : fmt::format("not the slowdown of attended kept cells (relative residual "
-                                      "{:.1f}% with them, {:.1f}% "
-                                      "without): slots_keep_kv stays false",
-                                      100 * out.kept_residual, 100 * out.none_residual));
+                                      std::exp(out.kept_residual), std::exp(out.none_residual))
+                        : fmt::format("not the slowdown of attended kept cells (measured within {:.2f} times "
+                                      "the prediction with them, {:.2f} without, as RMS log ratios): "
+                                      "slots_keep_kv stays false",
+                                      std::exp(out.kept_residual), std::exp(out.none_residual)));
   return out;
 }
 

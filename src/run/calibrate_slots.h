@@ -17,9 +17,11 @@
 //     prefill fit gives that time, and its ratio to the cleared one is the predicted slowdown. An
 //     engine whose idle slots cost nothing answers both alike. The preset takes slots_keep_kv when
 //     the measured slowdown (filled over cleared, less 1) averages over kKeptMinSlowdown, beyond
-//     what a shared machine's speed moves four single requests by, and the prediction leaves a
-//     smaller relative residual than "no slowdown" (llama.cpp on a noisy VM: 1.23-1.72 times
-//     measured against 1.69-1.90 predicted, 27% against 35%).
+//     what a shared machine's speed moves four single requests by, and the prediction is nearer
+//     the measured ratios than "no slowdown" is, as the RMS of the log of measured over predicted
+//     (symmetric: twice too slow is as far off as twice too fast). llama.cpp b4748 on a noisy VM,
+//     r16: 1.10, 2.64, 1.39 and 1.73 times measured against 2.01-2.11 predicted: 0.40 with the
+//     kept cells, 0.58 without (as relative residuals, 53% against 40%, which left it out).
 // Does not own: the whole-batch fit it is given (run/calibrate.cc), the loads (run/calibration_load.h).
 //
 // Thread-safety: blocks; `stop` may be set from a signal watcher.
@@ -68,8 +70,8 @@ struct IdleSlotProbe {
 
 struct IdleSlotsOutcome {
   std::vector<IdleSlotProbe> probes;  // those measured in full
-  double kept_residual = 0;  // RMS relative residual of filled_ms predicted as cleared_ms x predicted_ratio
-  double none_residual = 0;  // ... predicted as cleared_ms (idle slots cost nothing)
+  double kept_residual = 0;  // RMS of ln(filled_ms / (cleared_ms x predicted_ratio))
+  double none_residual = 0;  // ... of ln(filled_ms / cleared_ms) (idle slots cost nothing)
   double mean_slowdown = 0;  // of filled over cleared, less 1
   bool slots_keep_kv = false;
   std::string finding;      // what was seen, in words (also when nothing was measured)

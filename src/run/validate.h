@@ -3,7 +3,9 @@
 // Owns: `bakeoff calibrate --validate` (issue 13 item 2): how far the simulator, given an engine
 // preset (a calibrated one, typically), is from a live endpoint on loads it was not fitted on.
 //   1. capacity: a closed loop on the endpoint at min(the preset's max_num_seqs, 64) streams;
-//      its request throughput is "measured capacity";
+//      its request throughput is "measured capacity"; the same loop on the simulator gives the
+//      preset's own capacity, and their difference says how near its saturation the model thinks
+//      each load is;
 //   2. held-out loads: Poisson at each of `fractions` of that capacity and one bursty load
 //      (Gamma arrivals, inter-arrival CV 2, at `bursty_fraction`), one step each (its share of the
 //      budget, or at least 40 requests when the endpoint is slow), run on the
@@ -21,7 +23,7 @@
 //      TPOT medians within kMedianTolerance (the issue's targets), and the outcome says from which
 //      load on the model stops holding. The verdict is on the raw error; the error beyond the
 //      lone request, (1 + load's) / (1 + lone's) - 1, is shown beside it, not judged.
-// Files: DIR/capacity, DIR/measured and DIR/simulated are ordinary run folders (records.jsonl,
+// Files: DIR/capacity, DIR/simulated_capacity, DIR/measured and DIR/simulated are ordinary run folders (records.jsonl,
 // summary.json, report.html); DIR/validation.json the comparison (docs/engine-presets.md,
 // "Validation").
 // Does not own: the runs (run/load_target.h RunLoadJob), the preset (emulate/engine_preset.h).
@@ -87,6 +89,9 @@ struct ValidationStep {
 struct ValidationOutcome {
   double capacity_per_s = 0;
   std::uint32_t capacity_concurrency = 0;
+  // The same closed loop on the simulator with the preset: where the model saturates. Near it a
+  // load's queue wait is most of its TTFT, so a capacity error shows there many times over.
+  MetricError capacity;  // requests_per_s, simulated against measured
   std::vector<ValidationStep> steps;
   std::string summary;  // where the model holds and where it stops
   bool interrupted = false;

@@ -84,10 +84,15 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
     ASSERT_TRUE(right.ok()) << right.error().message;
     ASSERT_EQ(right->steps.size(), 4u);
     EXPECT_GT(right->capacity_per_s, 0);
+    EXPECT_TRUE(fs::exists(dir_ / name / "simulated_capacity" / "summary.json"));
     EXPECT_TRUE(fs::exists(dir_ / name / "validation.json"));
     EXPECT_TRUE(fs::exists(dir_ / name / "measured" / "summary.json"));
     EXPECT_TRUE(fs::exists(dir_ / name / "simulated" / "summary.json"));
     std::string miss;
+    // The preset's own capacity: the same closed loop on the simulator.
+    if (!(std::abs(right->capacity.error) < run::kThroughputTolerance)) {
+      miss += "capacity " + std::to_string(right->capacity.error) + "\n";
+    }
     for (const run::ValidationStep& step : right->steps) {
       for (const auto& [metric, tolerance] : {std::pair{"requests_per_s", run::kThroughputTolerance},
                                               std::pair{"tpot_p50_ms", run::kMedianTolerance},
@@ -126,6 +131,10 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
     EXPECT_GT(step.lone[1].error, 0.5) << step.label;
   }
   EXPECT_NE(off->summary.find("stops holding"), std::string::npos) << off->summary;
+  // Its capacity far below the server's, and the summary says how near its own saturation each
+  // failing load ran.
+  EXPECT_LT(off->capacity.error, -0.3) << off->capacity.simulated << " against " << off->capacity.measured;
+  EXPECT_NE(off->summary.find("of the model's own capacity"), std::string::npos) << off->summary;
   // validation.json carries the probe and the load's error beyond it, (1 + load) / (1 + lone) - 1.
   Result<std::string> text = ReadFile(dir_ / "wrong" / "validation.json");
   ASSERT_TRUE(text.ok()) << text.error().message;
