@@ -4,8 +4,9 @@
 # `bakeoff calibrate --validate` against the server at BENCH_TWIN_URL (one the user started
 # themselves, on loopback; this script never builds or launches an engine), and the same against
 # `bakeoff emulate` running known settings, in the same invocation, as the floor of the method's
-# own error. Facts twin.engine.* and twin.emulated.*: what calibration found and, per held-out
-# load, the prediction error of throughput and median TTFT and TPOT. Without BENCH_TWIN_URL the
+# own error. Facts twin.engine.* and twin.emulated.*: what calibration found, the error of the
+# preset's capacity and, per held-out load, the prediction error of throughput and median TTFT and
+# TPOT. Without BENCH_TWIN_URL the
 # engine's half is a failure (the emulated half still runs).
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
@@ -49,6 +50,8 @@ twin() {
   fi
   local v=$dir/val/validation.json i metric
   fact "$section" "twin.$key.capacity_per_s" "$(jq '.capacity.requests_per_s' "$v")"
+  # The preset's own capacity, the same closed loop on the simulator: its error in %.
+  fact "$section" "twin.$key.capacity_error" "$(jq '.capacity.error * 100' "$v")"
   for i in 0 1 2 3; do
     fact "$section" "twin.$key.s$i.label" "$(jq -r ".steps[$i].label" "$v")"
     for metric in requests_per_s ttft_p50_ms tpot_p50_ms; do
