@@ -6,8 +6,7 @@
 # `bakeoff emulate` running known settings, in the same invocation, as the floor of the method's
 # own error. Facts twin.engine.* and twin.emulated.*: what calibration found, the error of the
 # preset's capacity and, per held-out load, the prediction error of throughput and median TTFT and
-# TPOT. Without BENCH_TWIN_URL the
-# engine's half is a failure (the emulated half still runs).
+# TPOT. Without BENCH_TWIN_URL the engine's half is a failure (the emulated half still runs).
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
 # change what the run does.

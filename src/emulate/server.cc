@@ -183,6 +183,7 @@ class EmulatorServer::Impl {
   std::atomic<std::uint64_t> stats_aborted_{0};
   std::atomic<std::uint64_t> stats_rejected_{0};
   std::atomic<std::uint64_t> stats_steps_{0};
+  std::atomic<std::uint64_t> stats_steps_fanned_out_{0};
   std::atomic<bool> stats_ready_{false};
   std::atomic<bool> stats_crashed_{false};
 
@@ -976,7 +977,7 @@ void EmulatorServer::Impl::OnStepDone() {
     touched.push_back(connection->shared_from_this());
   }
   // One write per connection for the whole step.
-  write_fanout_.FlushAll(touched);
+  if (write_fanout_.FlushAll(touched)) stats_steps_fanned_out_.fetch_add(1, std::memory_order_relaxed);
   touched.clear();  // holds no connection between steps
   metrics_.step_lag.Observe(ToSeconds(Now() - step_end_));
   PublishQueueStats();
@@ -1158,6 +1159,7 @@ EmulatorStats EmulatorServer::stats() const {
   stats.aborted = impl_->stats_aborted_.load(std::memory_order_relaxed);
   stats.rejected = impl_->stats_rejected_.load(std::memory_order_relaxed);
   stats.steps = impl_->stats_steps_.load(std::memory_order_relaxed);
+  stats.steps_fanned_out = impl_->stats_steps_fanned_out_.load(std::memory_order_relaxed);
   stats.ready = impl_->stats_ready_.load(std::memory_order_relaxed);
   stats.crashed = impl_->stats_crashed_.load(std::memory_order_relaxed);
   return stats;

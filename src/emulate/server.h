@@ -166,6 +166,7 @@ struct EmulatorStats {
   std::uint64_t aborted = 0;           // generations ended early (disconnect, shutdown, fault)
   std::uint64_t rejected = 0;          // generation requests answered 503
   std::uint64_t steps = 0;             // engine steps completed
+  std::uint64_t steps_fanned_out = 0;  // ... whose writes the write threads shared (--write-threads)
   bool ready = false;                  // the start-up stages are over
   bool crashed = false;                // a crash fault stopped the server
 };

@@ -332,10 +332,10 @@ WriteFanout::~WriteFanout() {
   for (std::thread& helper : helpers_) helper.join();
 }
 
-void WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections) {
+bool WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections) {
   if (helpers_.empty() || connections.size() < kMinConnections) {
     for (const auto& connection : connections) connection->Flush();
-    return;
+    return false;
   }
   batch_.clear();
   for (const auto& connection : connections) {
@@ -357,6 +357,7 @@ void WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>
     open_ = false;
   }
   for (HttpServerConnection* connection : batch_) connection->CompleteSend();
+  return true;
 }
 
 void WriteFanout::HelperLoop() {

@@ -198,7 +198,8 @@ class WriteFanout {
   WriteFanout(const WriteFanout&) = delete;
   WriteFanout& operator=(const WriteFanout&) = delete;
 
-  void FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections);
+  // True when the write threads shared the hand-out; false when it took the one-thread path.
+  bool FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections);
 
  private:
   void HelperLoop();

@@ -114,7 +114,8 @@ std::string OutOfTolerance(const std::vector<MetricError>& metrics) {
 std::string CapacityNote(const ValidationOutcome& outcome) {
   const MetricError& c = outcome.capacity;
   if (!std::isfinite(c.error) || c.simulated <= 0) return "";
-  std::string note = fmt::format("; the preset's own capacity is {:.2f} requests/s, {:+.1f}% against the measured {:.2f}",
+  std::string note = fmt::format("; the preset's own capacity is {:.2f} requests/s, {:+.1f}% against the "
+                                 "measured {:.2f}",
                                  c.simulated, 100 * c.error, c.measured);
   if (std::abs(c.error) < kCapacityNoted) return note;
   for (const ValidationStep& v : outcome.steps) {
@@ -179,9 +180,9 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
   simulator.simulated = true;
   simulator.sim.engine = config.preset.config;
   simulator.preset = config.preset_name;
-  Result<BenchOutcome> simulated_capacity =
-      RunLoadJob(simulator, Job(config, {closed}, config.out_dir / "simulated_capacity", config.seed ^ kCapacitySeedMix),
-                 stop, [](const std::string&) {});
+  Result<BenchOutcome> simulated_capacity = RunLoadJob(
+      simulator, Job(config, {closed}, config.out_dir / "simulated_capacity", config.seed ^ kCapacitySeedMix), stop,
+      [](const std::string&) {});
   if (!simulated_capacity.ok()) return simulated_capacity.error();
   outcome.capacity = Compare("requests_per_s", outcome.capacity_per_s,
                              simulated_capacity->steps.empty() ? 0 : simulated_capacity->steps[0].request_rate_per_s);
@@ -293,7 +294,8 @@ nlohmann::json ToJson(const ValidationOutcome& outcome, const ValidateConfig& co
            {{"requests_per_s", outcome.capacity_per_s},
             {"concurrency", outcome.capacity_concurrency},
             {"simulated_requests_per_s", outcome.capacity.simulated},
-            {"error", std::isfinite(outcome.capacity.error) ? nlohmann::json(outcome.capacity.error) : nlohmann::json(nullptr)}}},
+            {"error", std::isfinite(outcome.capacity.error) ? nlohmann::json(outcome.capacity.error)
+                                                            : nlohmann::json(nullptr)}}},
           {"steps", std::move(steps)},
           {"summary", outcome.summary},
           {"interrupted", outcome.interrupted},
@@ -311,8 +313,8 @@ std::string FormatValidation(const ValidationOutcome& outcome) {
                        outcome.capacity_per_s, outcome.capacity_concurrency, outcome.capacity.simulated,
                        100 * outcome.capacity.error);
   }
-  out += fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "load", "rate/s",
-                                "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "req/s", "out tok/s", "verdict");
+  out += fmt::format("{:<24} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "load", "rate/s", "TTFT p50",
+                     "TTFT p99", "TPOT p50", "TPOT p99", "req/s", "out tok/s", "verdict");
   for (const ValidationStep& v : outcome.steps) {
     out += fmt::format("{:<24} {:>8.2f}", v.label, v.rate_per_s);
     for (const char* metric : {"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s",

@@ -23,9 +23,9 @@
 //      TPOT medians within kMedianTolerance (the targets), and the outcome says from which
 //      load on the model stops holding. The verdict is on the raw error; the error beyond the
 //      lone request, (1 + load's) / (1 + lone's) - 1, is shown beside it, not judged.
-// Files: DIR/capacity, DIR/simulated_capacity, DIR/measured and DIR/simulated are ordinary run folders (records.jsonl,
-// summary.json, report.html); DIR/validation.json the comparison (docs/engine-presets.md,
-// "Validation").
+// Files: DIR/capacity, DIR/simulated_capacity, DIR/measured and DIR/simulated are ordinary run
+// folders (records.jsonl, summary.json, report.html); DIR/validation.json the comparison
+// (docs/engine-presets.md, "Validation").
 // Does not own: the runs (run/load_target.h RunLoadJob), the preset (emulate/engine_preset.h).
 //
 // Thread-safety: blocks; `stop` may be set from a signal watcher (the steps done are compared).

@@ -622,9 +622,9 @@ TEST(EmulatorServerTest, StepsWrittenByThreeThreadsReachEveryStreamInOrder) {
   // Sent together, so the streams share their steps (64 or more written at once).
   for (auto& connection : connections) ASSERT_TRUE(connection->Send(request));
   for (auto& connection : connections) ExpectChatStream(connection->ReadResponse(), kTokens, 3, true);
-  // One step per token, give or take the prefill's: nearly every step wrote all 128 streams, so
-  // the hand-out went through the helpers (WriteFanout::kMinConnections is 64).
-  EXPECT_LE(server->stats().steps, static_cast<std::uint64_t>(kTokens + 4));
+  // Most steps wrote 64 streams or more (WriteFanout::kMinConnections), so the helpers shared
+  // them. Not all: on a loaded machine the 128 requests may reach the engine over several steps.
+  EXPECT_GE(server->stats().steps_fanned_out, static_cast<std::uint64_t>(kTokens / 2)) << server->stats().steps;
 }
 
 TEST(EmulatorServerTest, StopEndsOpenStreams) {
