@@ -118,10 +118,13 @@ std::string CapacityNote(const ValidationOutcome& outcome) {
                                  "measured {:.2f}",
                                  c.simulated, 100 * c.error, c.measured);
   if (std::abs(c.error) < kCapacityNoted) return note;
+  std::vector<std::string> shares;
   for (const ValidationStep& v : outcome.steps) {
     if (v.holds || v.bursty) continue;
-    note += fmt::format(", so the {} load ran at {:.0f}% of the model's own capacity", v.label,
-                        100 * v.rate_per_s / c.simulated);
+    shares.push_back(fmt::format("{:.0f}% ({})", 100 * v.rate_per_s / c.simulated, v.label));
+  }
+  if (!shares.empty()) {
+    note += fmt::format(": the loads that failed ran at {} of the model's own capacity", fmt::join(shares, ", "));
   }
   return note;
 }
