@@ -113,7 +113,12 @@ std::string OutOfTolerance(const std::vector<MetricError>& metrics) {
 // model saturates elsewhere than the endpoint, how near its own saturation the model ran that load.
 std::string CapacityNote(const ValidationOutcome& outcome) {
   const MetricError& c = outcome.capacity;
-  if (!std::isfinite(c.error) || c.simulated <= 0) return "";
+  if (c.measured <= 0) return "";
+  if (c.simulated <= 0) {
+    return fmt::format("; the preset finished no request in the capacity loop's window, where the endpoint "
+                       "finished {:.2f} a second",
+                       c.measured);
+  }
   std::string note = fmt::format("; the preset's own capacity is {:.2f} requests/s, {:+.1f}% against the "
                                  "measured {:.2f}",
                                  c.simulated, 100 * c.error, c.measured);
@@ -127,6 +132,30 @@ std::string CapacityNote(const ValidationOutcome& outcome) {
     note += fmt::format(": the loads that failed ran at {} of the model's own capacity", fmt::join(shares, ", "));
   }
   return note;
+}
+
+// Where the lone requests, nothing else running, were all predicted off by more than the median
+// tolerance on the same side: the loads' errors then start from the endpoint's speed at that
+// time or the preset's step costs, not from batching or queueing.
+std::string LoneNote(const ValidationOutcome& outcome) {
+  std::vector<std::string> off;
+  for (const auto& [metric, name] : {std::pair{"ttft_p50_ms", "TTFT p50"}, std::pair{"tpot_p50_ms", "TPOT p50"}}) {
+    double low = INFINITY, high = -INFINITY;
+    for (const ValidationStep& v : outcome.steps) {
+      if (const MetricError* e = FindMetric(v.lone, metric)) {
+        low = std::min(low, e->error);
+        high = std::max(high, e->error);
+      }
+    }
+    if (low > kMedianTolerance || high < -kMedianTolerance) {
+      off.push_back(fmt::format("{} {:+.1f}% to {:+.1f}%", name, 100 * low, 100 * high));
+    }
+  }
+  if (off.empty()) return "";
+  return fmt::format("; before every load a lone request was already predicted off ({}): the endpoint's speed is "
+                     "not what calibration measured, or the preset's step costs are wrong; calibrate again before "
+                     "reading the loads' errors as the model's",
+                     fmt::join(off, ", "));
 }
 
 }  // namespace
@@ -265,7 +294,7 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
                         ? fmt::format("the model holds at every load ({})", holding)
                         : fmt::format("the model holds at: {}; it stops holding at: {}", holding.empty() ? "none" : holding,
                                       failing);
-  outcome.summary += CapacityNote(outcome);
+  outcome.summary += CapacityNote(outcome) + LoneNote(outcome);
   Status written = WriteFileAtomically(config.out_dir / "validation.json", ToJson(outcome, config).dump(2) + "\n");
   if (!written.ok()) return written.error();
   return outcome;
@@ -311,7 +340,7 @@ nlohmann::json ToJson(const ValidationOutcome& outcome, const ValidateConfig& co
 
 std::string FormatValidation(const ValidationOutcome& outcome) {
   std::string out;
-  if (outcome.capacity.simulated > 0) {
+  if (outcome.capacity.measured > 0) {
     out += fmt::format("capacity: measured {:.2f} requests/s at {} streams, simulated {:.2f} ({:+.1f}%)\n",
                        outcome.capacity_per_s, outcome.capacity_concurrency, outcome.capacity.simulated,
                        100 * outcome.capacity.error);

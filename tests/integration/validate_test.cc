@@ -135,6 +135,8 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   // failing load ran.
   EXPECT_LT(off->capacity.error, -0.3) << off->capacity.simulated << " against " << off->capacity.measured;
   EXPECT_NE(off->summary.find("of the model's own capacity"), std::string::npos) << off->summary;
+  // ... and that its lone requests were off before any load ran.
+  EXPECT_NE(off->summary.find("a lone request was already predicted off (TTFT p50"), std::string::npos) << off->summary;
   // validation.json carries the probe and the load's error beyond it, (1 + load) / (1 + lone) - 1.
   Result<std::string> text = ReadFile(dir_ / "wrong" / "validation.json");
   ASSERT_TRUE(text.ok()) << text.error().message;
