@@ -351,12 +351,12 @@ std::string CalibrationYaml(const CalibrateConfig& config, const std::string& mo
         "  idle_slots:\n    slots: {}\n    slots_keep_kv: {}\n    finding: {}\n    rms_log_ratio:  # ln(measured / predicted) "
         "of the probes after filling, predicted with the kept cells attended and with nothing kept\n      kept: {:.4g}\n      "
         "none: {:.4g}\n    points:  # [planned prompt tokens, prefilled, other slots' KV tokens cleared, filled, TTFT ms "
-        "cleared, filled, predicted filled / cleared]\n",
+        "cleared, filled, predicted filled / cleared, predicted filled ms with the kept cells attended, without]\n",
         outcome.slots, idle.slots_keep_kv, Quoted(idle.finding), idle.kept_residual, idle.none_residual);
     for (const IdleSlotProbe& p : idle.probes) {
-      out += fmt::format("      - [{}, {:.0f}, {:.0f}, {:.0f}, {:.4f}, {:.4f}, {:.4f}]\n", p.prompt_tokens,
+      out += fmt::format("      - [{}, {:.0f}, {:.0f}, {:.0f}, {:.4f}, {:.4f}, {:.4f}, {:.4f}, {:.4f}]\n", p.prompt_tokens,
                          p.prefilled_tokens, p.cleared_kept_tokens, p.filled_kept_tokens, p.cleared_ms, p.filled_ms,
-                         p.predicted_ratio);
+                         p.predicted_ratio, p.kept_ms, p.none_ms);
     }
   }
   out += "  limits:\n";

@@ -14,14 +14,16 @@
 //     output token each, so every slot keeps about that many), the same probe again ("filled"). The
 //     probe takes one of the filled slots (the least recently used), so an engine that attends
 //     what idle slots keep prefills it against the other slots - 1 slots' cells: the whole-batch
-//     prefill fit gives that time, and its ratio to the cleared one is the predicted slowdown. An
-//     engine whose idle slots cost nothing answers both alike. The preset takes slots_keep_kv when
-//     the measured slowdown (filled over cleared, less 1) averages over kKeptMinSlowdown, beyond
-//     what a shared machine's speed moves four single requests by, and the prediction is nearer
-//     the measured ratios than "no slowdown" is, as the RMS of the log of measured over predicted
-//     (symmetric: twice too slow is as far off as twice too fast). llama.cpp b4748 on a noisy VM,
-//     r16: 1.10, 2.64, 1.39 and 1.73 times measured against 2.01-2.11 predicted: 0.40 with the
-//     kept cells, 0.58 without (as relative residuals, 53% against 40%, which left it out).
+//     prefill fit gives that time (kept_ms), and the time with only the cleared slots' cells
+//     (none_ms) is what an engine whose idle slots cost nothing answers. The preset takes slots_keep_kv when
+//     the filled probes took on average over kKeptMinSlowdown longer than the fit gives them with
+//     nothing kept (beyond what a shared machine's speed moves single requests by), and the
+//     fit's time with the kept cells attended is nearer their measured TTFT than its time
+//     without, as the RMS of ln(measured / predicted). The cleared probe is shown, not judged:
+//     on llama.cpp b4748 one request after clearing is erratic (131 and 320 ms for the same
+//     256-token prompt in run r18), and judged as filled over cleared the kept cells were left
+//     out of r15b, r16a and r18, though in r16a and r18 every filled probe was nearer the fit's
+//     time with them (docs/engines/llama.cpp.md).
 // Does not own: the whole-batch fit it is given (run/calibrate.cc), the loads (run/calibration_load.h).
 //
 // Thread-safety: blocks; `stop` may be set from a signal watcher.
@@ -66,13 +68,15 @@ struct IdleSlotProbe {
   double cleared_ms = 0;            // TTFT
   double filled_ms = 0;
   double predicted_ratio = 0;       // filled over cleared, as WholeBatchPrefill gives them
+  double kept_ms = 0;               // the filled probe's TTFT as the fit gives it, the kept cells attended
+  double none_ms = 0;               // ... with only the cleared slots' cells
 };
 
 struct IdleSlotsOutcome {
   std::vector<IdleSlotProbe> probes;  // those measured in full
   double kept_residual = 0;  // RMS of ln(filled_ms / (cleared_ms x predicted_ratio))
   double none_residual = 0;  // ... of ln(filled_ms / cleared_ms) (idle slots cost nothing)
-  double mean_slowdown = 0;  // of filled over cleared, less 1
+  double mean_slowdown = 0;  // of filled over none_ms, less 1
   bool slots_keep_kv = false;
   std::string finding;      // what was seen, in words (also when nothing was measured)
   std::string first_error;  // of the first failed request, when any failed

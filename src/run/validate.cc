@@ -141,12 +141,15 @@ std::string LoneNote(const ValidationOutcome& outcome) {
   std::vector<std::string> off;
   for (const auto& [metric, name] : {std::pair{"ttft_p50_ms", "TTFT p50"}, std::pair{"tpot_p50_ms", "TPOT p50"}}) {
     double low = INFINITY, high = -INFINITY;
+    std::size_t probed = 0;
     for (const ValidationStep& v : outcome.steps) {
       if (const MetricError* e = FindMetric(v.lone, metric)) {
         low = std::min(low, e->error);
         high = std::max(high, e->error);
+        ++probed;
       }
     }
+    if (probed == 0 || probed < outcome.steps.size()) continue;  // not before every load
     if (low > kMedianTolerance || high < -kMedianTolerance) {
       off.push_back(fmt::format("{} {:+.1f}% to {:+.1f}%", name, 100 * low, 100 * high));
     }
