@@ -17,30 +17,50 @@
 
 namespace bakeoff::emulate {
 
-struct Scheduler::Sequence {
+// Laid out for a step's walk over its batch: the scalars every step reads, then `kv` (which a
+// decode's KV growth reads), then the output seed and token list a finished step appends to:
+// three cache lines from the start of an aligned object. A fleet of replicas holds far more
+// sequences than the processor's caches, so the walks wait on memory unless they prefetch each
+// sequence a few places ahead (PrefetchSequence).
+struct alignas(64) Scheduler::Sequence {
   SequenceId id = 0;
   std::int64_t prompt_len = 0;
   std::int64_t max_tokens = 0;
-  std::int64_t min_tokens = 0;
-  bool ignore_eos = false;
-  std::uint64_t output_seed = 0;
-  bool constrained = false;
-  std::uint32_t lora = 0;
-  std::vector<TokenId> tokens;  // prompt, then the generated tokens' ids
   std::int64_t generated = 0;
-  std::int64_t computed = 0;  // leading tokens whose KV exists
-  KvSequence kv;
-  std::int64_t first_cached = -1;  // cached prompt tokens at the first admission; -1 before
-  MonoTime admitted;               // start of the step that first admitted it
+  std::int64_t computed = 0;     // leading tokens whose KV exists
+  std::int64_t step_tokens = 0;  // tokens computed in the step in flight (0: not in it)
+  std::int32_t slot = -1;        // slots_keep_kv: the slot it runs in while running
   bool running = false;
   bool finished = false;
   bool aborted = false;
-  std::int64_t step_tokens = 0;  // tokens computed in the step in flight (0: not in it)
-  std::int32_t slot = -1;        // slots_keep_kv: the slot it runs in while running
+  bool ignore_eos = false;
+  KvSequence kv;
+  std::uint64_t output_seed = 0;
+  std::vector<TokenId> tokens;  // prompt, then the generated tokens' ids
+  std::int64_t min_tokens = 0;
+  bool constrained = false;
+  std::uint32_t lora = 0;
+  std::int64_t first_cached = -1;  // cached prompt tokens at the first admission; -1 before
+  MonoTime admitted;               // start of the step that first admitted it
 
   std::int64_t Pending() const { return prompt_len + generated - computed; }
   bool Decoding() const { return generated >= 1 && Pending() == 1; }
 };
+
+namespace {
+
+// Starts loading what a step reads of one sequence (its first three cache lines).
+void PrefetchSequence(const void* seq) {
+  const char* base = static_cast<const char*>(seq);
+  __builtin_prefetch(base);
+  __builtin_prefetch(base + 64);
+  __builtin_prefetch(base + 128);
+}
+
+// How many sequences ahead of the one in hand a step's walk prefetches.
+constexpr std::size_t kPrefetchAhead = 8;
+
+}  // namespace
 
 struct Scheduler::Impl {
   explicit Impl(const EngineConfig& config)
@@ -281,6 +301,7 @@ std::optional<StepPlan> Scheduler::BeginStep(MonoTime now) {
   // Pass 1: every running sequence that decodes, in admission order.
   auto decode_running = [&]() {
     for (std::size_t i = 0; i < m.running.size(); ++i) {
+      if (i + kPrefetchAhead < m.running.size()) PrefetchSequence(m.running[i + kPrefetchAhead]);
       Sequence* seq = m.running[i];
       if (!seq->Decoding()) continue;
       if (grow_running(seq, 1)) schedule(seq, 1);
@@ -489,14 +510,25 @@ std::span<const TokenEvent> Scheduler::FinishStep() {
   Impl& m = *impl_;
   ++m.counters.steps;
   m.events.clear();
+  m.events.reserve(m.step.size());
   const bool caching = config_.kv.prefix_caching != PrefixCaching::kNone;
   bool any_finished = false;
-  for (Sequence* seq : m.step) {
+  for (std::size_t i = 0; i < m.step.size(); ++i) {
+    if (i + kPrefetchAhead < m.step.size()) {
+      PrefetchSequence(m.step[i + kPrefetchAhead]);
+      __builtin_prefetch(m.events.data() + i + kPrefetchAhead, 1);  // within the reserved events
+    }
+    if (i + kPrefetchAhead / 2 < m.step.size()) {
+      // Its generated token's id goes after its last one (the sequence is loaded by now).
+      const Sequence* later = m.step[i + kPrefetchAhead / 2];
+      __builtin_prefetch(later->tokens.data() + later->tokens.size(), 1);
+    }
+    Sequence* seq = m.step[i];
     if (seq->aborted) continue;
     seq->computed += seq->step_tokens;
     seq->step_tokens = 0;
     if (seq->Pending() > 0) continue;  // a chunk of a longer prefill
-    TokenEvent event;
+    TokenEvent& event = m.events.emplace_back();  // filled in place: no copy through the stack
     event.id = seq->id;
     event.index = seq->generated;
     if (event.index == 0) {
@@ -518,7 +550,6 @@ std::span<const TokenEvent> Scheduler::FinishStep() {
       m.LeaveSlot(*seq, seq->computed);
       any_finished = true;
     }
-    m.events.push_back(event);
   }
   if (any_finished) {
     std::erase_if(m.running, [](const Sequence* seq) { return seq->finished; });

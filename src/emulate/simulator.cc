@@ -389,8 +389,22 @@ struct Simulator::Impl {
     Replica& replica = replicas[r];
     replica.busy = false;
     Touch(r);
-    for (const TokenEvent& event : replica.scheduler->FinishStep()) {
-      std::unique_ptr<InFlight>& slot = replica.by_sequence[static_cast<std::size_t>(event.id)];
+    const std::span<const TokenEvent> events = replica.scheduler->FinishStep();
+    // A fleet holds far more requests than the processor's caches: start loading the requests
+    // a few events ahead (their entry in by_sequence, then what a token updates).
+    constexpr std::size_t kAhead = 8;
+    const auto entry = [&](std::size_t i) -> std::unique_ptr<InFlight>& {
+      return replica.by_sequence[static_cast<std::size_t>(events[i].id)];
+    };
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      if (i + kAhead < events.size()) __builtin_prefetch(&entry(i + kAhead));
+      if (i + kAhead / 2 < events.size()) {
+        const InFlight* later = entry(i + kAhead / 2).get();
+        __builtin_prefetch(&later->result.output_tokens, 1);
+        __builtin_prefetch(&later->limits, 1);
+      }
+      const TokenEvent& event = events[i];
+      std::unique_ptr<InFlight>& slot = entry(i);
       SimResult& result = slot->result;
       if (event.index == 0) {
         waiting_prefill.Add(r, -slot->prefill);
