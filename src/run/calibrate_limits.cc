@@ -3,6 +3,7 @@
 #include "run/calibrate_limits.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -25,7 +26,6 @@ constexpr std::uint32_t kPrefixBlocks = 20;
 constexpr std::uint32_t kSharedBlocks[] = {6, 9, 11, 14, 17};
 // Counts whose greatest common divisor is under this are taken as token-granular.
 constexpr std::uint64_t kSmallestBlock = 4;
-constexpr std::uint64_t kLargestBlock = 256;
 constexpr double kCachedTtftShare = 0.6;
 // Steps 3 and 4.
 constexpr std::uint32_t kLongestProbe = 16384;
@@ -206,22 +206,23 @@ class Experiments {
         f.finding = fmt::format("none: the repeat counted {} of {:.0f} tokens cached; {}", repeated, counted, timing);
         return Keep(std::move(f));
       }
-      std::uint64_t block = repeated;
-      for (std::uint64_t c : partial_counts) block = std::gcd(block, c);
+      std::vector<std::uint64_t> counts = partial_counts;
+      counts.push_back(repeated);
+      const std::uint64_t block = PrefixBlockOfCounts(counts);
       const std::uint64_t smallest = partial_counts.empty() ? 0 : *std::min_element(partial_counts.begin(), partial_counts.end());
       f.determined = true;
       if (!partial_counts.empty() && block < kSmallestBlock) {
         config_.kv.prefix_caching = emulate::PrefixCaching::kRadix;
-        f.finding = fmt::format("cached token by token (the {} cached counts have no common block; repeated: {} of "
+        f.finding = fmt::format("cached token by token (the {} cached counts share no power-of-two block; repeated: {} of "
                                 "{:.0f}): radix; {}",
                                 partial_counts.size() + 1, repeated, counted, timing);
-      } else if (partial_counts.size() >= 2 && block <= kLargestBlock && block <= smallest) {
+      } else if (partial_counts.size() >= 2 && block <= kLargestPrefixBlock && block <= smallest) {
         config_.kv.prefix_caching = emulate::PrefixCaching::kHashedBlocks;
         // The pool keeps its size in tokens until step 4 measures it.
         const std::int64_t pool_tokens = config_.kv.num_blocks * config_.kv.block_tokens;
         config_.kv.block_tokens = static_cast<std::int64_t>(block);
         config_.kv.num_blocks = std::max<std::int64_t>(1, pool_tokens / config_.kv.block_tokens);
-        f.finding = fmt::format("cached in blocks of {} tokens (the greatest common divisor of the {} cached counts; "
+        f.finding = fmt::format("cached in blocks of {} tokens (the largest power of two dividing the {} cached counts; "
                                 "repeated: {} of {:.0f}); {}",
                                 block, partial_counts.size() + 1, repeated, counted, timing);
       } else {
@@ -479,6 +480,13 @@ class Experiments {
 };
 
 }  // namespace
+
+std::uint64_t PrefixBlockOfCounts(const std::vector<std::uint64_t>& counts) {
+  std::uint64_t divisor = 0;
+  for (std::uint64_t c : counts) divisor = std::gcd(divisor, c);
+  if (divisor == 0 || divisor > kLargestPrefixBlock) return divisor;
+  return std::uint64_t{1} << std::countr_zero(divisor);
+}
 
 std::int64_t SmallestValidPoolBlocks(const emulate::EngineConfig& config) {
   const std::int64_t block = std::max<std::int64_t>(1, config.kv.block_tokens);

@@ -9,9 +9,9 @@
 //      cap. Only where the answers' lengths are forced (the first to end had its planned length).
 //   2. prefix cache: one prompt sent twice, then prompts sharing its first 6 to 17 blocks of 50
 //      tokens. Where the server counts cached tokens, the counts decide: the repeat under half
-//      cached is no cache; else blocks of the counts' greatest common divisor (4 to 256, from at
-//      least two partly shared prompts), or token-granular (radix) when they share none, or the
-//      block size undetermined. Without counts, from TTFT alone (the repeat at most 60% of the
+//      cached is no cache; else blocks of the largest power of two dividing every count (4 to
+//      256, from at least two partly shared prompts; PrefixBlockOfCounts), or token-granular
+//      (radix) when that is under 4, or the block size undetermined. Without counts, from TTFT alone (the repeat at most 60% of the
 //      first), the block size undetermined.
 //   3. chunked prefill: two streams decode while one long prompt (the longest the context allows,
 //      at most 16,384 tokens) arrives. A stream stalled for most of that prompt's prefill (or slowed in
@@ -70,6 +70,15 @@ struct LimitsOutcome {
 // applied, and says so (the others stand). REQUIRES: config is valid.
 LimitsOutcome MeasureLimits(const LimitsExperiment& experiment, emulate::EngineConfig& config,
                             const std::atomic<bool>& stop, const std::function<void(const std::string&)>& log);
+
+// The prefix cache's block size read off cached-token counts of prompts that share a prefix with
+// an earlier one (each above 0): the largest power of two dividing their greatest common divisor
+// when that divisor is at most kLargestPrefixBlock, else the divisor itself. Engines' KV blocks
+// are powers of two (vLLM 16, TensorRT-LLM 32 or 64, LMDeploy 64), so counts that share an odd
+// factor by chance (llama.cpp's slot reuse gave 10, 560, 705 and 1020: divisor 5) read as 1,
+// token-granular matching. 0 for no counts.
+inline constexpr std::uint64_t kLargestPrefixBlock = 256;
+std::uint64_t PrefixBlockOfCounts(const std::vector<std::uint64_t>& counts);
 
 // The fewest KV blocks that hold one max_model_len request beside the watermark
 // (emulate::ValidateEngineConfig's rule).

@@ -1,5 +1,6 @@
 // The smallest KV pool a calibrated preset may have: one max_model_len request beside the
-// watermark, by emulate::ValidateEngineConfig's own rule.
+// watermark, by emulate::ValidateEngineConfig's own rule; the prefix cache's block size read off
+// the cached-token counts.
 #include "run/calibrate_limits.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,22 @@ TEST(CalibrateLimitsTest, SmallestValidPoolHoldsOneLongestRequestBesideTheWaterm
     config.kv.num_blocks -= 1;
     EXPECT_FALSE(emulate::ValidateEngineConfig(config).ok()) << block << " " << length << " " << watermark;
   }
+}
+
+TEST(CalibrateLimitsTest, PrefixBlockIsTheLargestPowerOfTwoDividingEveryCount) {
+  // vLLM's 16-token blocks on the probes' prompts sharing 6 to 17 blocks of 50 tokens, and the
+  // 1,000-token repeat.
+  EXPECT_EQ(PrefixBlockOfCounts({288, 448, 544, 688, 848, 992}), 16u);
+  // Counts that all happen to be multiples of 48 are still 16-token blocks, not 48.
+  EXPECT_EQ(PrefixBlockOfCounts({48, 96, 240, 960}), 16u);
+  EXPECT_EQ(PrefixBlockOfCounts({64, 448, 960}), 64u);
+  // llama.cpp b4748 (2026-12-04, r16a): its slot reuse gave counts whose divisor is 5.
+  EXPECT_EQ(PrefixBlockOfCounts({10, 560, 705, 1020, 1050}), 1u);
+  // A token-granular cache that matched every shared 50-token block exactly.
+  EXPECT_EQ(PrefixBlockOfCounts({300, 450, 550, 700, 850, 1000}), 2u);
+  // A divisor beyond the largest block read is returned as it is (the caller leaves the base's).
+  EXPECT_EQ(PrefixBlockOfCounts({528, 1056}), 528u);
+  EXPECT_EQ(PrefixBlockOfCounts({}), 0u);
 }
 
 }  // namespace
