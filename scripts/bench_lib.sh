@@ -18,6 +18,12 @@ fact() {
   done
 }
 
+# fact_text SECTION KEY VALUE: one fact whose value stays a string even where it reads as a
+# number (a short commit hash such as 490e862 is 490 x 10^862 to jq).
+fact_text() {
+  jq -nc --arg s "$1" --arg k "$2" --arg v "$3" '{section: $s, key: $k, value: $v}' >>"$BAKEOFF_BENCH_FACTS"
+}
+
 # fact_lines SECTION KEY < LINES: one fact per input line (a long list, e.g. a soak's samples).
 fact_lines() {
   jq -Rc --arg s "$1" --arg k "$2" "{section: \$s, key: \$k, value: (. | $number_or_text)}" >>"$BAKEOFF_BENCH_FACTS"
@@ -47,7 +53,7 @@ section_begin() {
   fact "$1" run.started "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   fact "$1" run.started_s "$(date +%s)"
   fact "$1" run.load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
-  fact "$1" run.commit "$commit"
+  fact_text "$1" run.commit "$commit"
   fact "$1" run.cpus "$(nproc)"
   fact "$1" run.cpu_model "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
   fact "$1" run.memory_gib "$(awk '/^MemTotal/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo)"

@@ -323,8 +323,9 @@ class Experiments {
     const double prefill_ms = std::max(0.0, TtftMs(*long_one) - short_ttft);
     long_ttft_ms_ = std::min(long_ttft_ms_, TtftMs(*long_one));
     if (longest >= kStalledShare * prefill_ms || prefill_steps.size() == 1) {
-      const std::string seen = fmt::format("a {:.0f}-token prompt stalled the running streams for {:.1f} ms of its {:.1f} ms "
-                                           "prefill: one step took it all",
+      const std::string seen = fmt::format("a {:.0f}-token prompt stalled the running streams for {:.1f} ms (their longest "
+                                           "gap) against its {:.1f} ms prefill (its TTFT among them less a short "
+                                           "prompt's): one step took it all",
                                            counted, longest, prefill_ms);
       if (e_.context_known && double(long_prompt_) + kContextMargin >= 0.75 * double(e_.context_tokens)) {
         config_.chunked_prefill = false;
