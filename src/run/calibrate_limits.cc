@@ -24,7 +24,7 @@ constexpr std::uint32_t kBurstOutput = 96;
 constexpr std::uint32_t kPrefixTextBlock = 50;
 constexpr std::uint32_t kPrefixBlocks = 20;
 constexpr std::uint32_t kSharedBlocks[] = {6, 9, 11, 14, 17};
-// Counts whose greatest common divisor is under this are taken as token-granular.
+// A block size read off the cached counts (PrefixBlockOfCounts) under this is token-granular.
 constexpr std::uint64_t kSmallestBlock = 4;
 constexpr double kCachedTtftShare = 0.6;
 // Steps 3 and 4.

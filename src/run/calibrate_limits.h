@@ -11,8 +11,8 @@
 //      tokens. Where the server counts cached tokens, the counts decide: the repeat under half
 //      cached is no cache; else blocks of the largest power of two dividing every count (4 to
 //      256, from at least two partly shared prompts; PrefixBlockOfCounts), or token-granular
-//      (radix) when that is under 4, or the block size undetermined. Without counts, from TTFT alone (the repeat at most 60% of the
-//      first), the block size undetermined.
+//      (radix) when that is under 4, or the block size undetermined. Without counts, from TTFT
+//      alone (the repeat at most 60% of the first), the block size undetermined.
 //   3. chunked prefill: two streams decode while one long prompt (the longest the context allows,
 //      at most 16,384 tokens) arrives. A stream stalled for most of that prompt's prefill (or slowed in
 //      one step only) means one step took it all; otherwise the steps that carried prefill (gaps over twice the stream's
