@@ -15,9 +15,9 @@
 //     probe takes one of the filled slots (the least recently used), so an engine that attends
 //     what idle slots keep prefills it against the other slots - 1 slots' cells: the whole-batch
 //     prefill fit gives that time (kept_ms), and the time with only the cleared slots' cells
-//     (none_ms) is what an engine whose idle slots cost nothing answers. The preset takes slots_keep_kv when
-//     the filled probes took on average over kKeptMinSlowdown longer than the fit gives them with
-//     nothing kept (beyond what a shared machine's speed moves single requests by), and the
+//     (none_ms) is what an engine whose idle slots cost nothing answers. The preset takes
+//     slots_keep_kv when the filled probes took on average over kKeptMinSlowdown longer than the
+//     fit gives them with nothing kept (beyond what a shared machine's speed moves single requests by), and the
 //     fit's time with the kept cells attended is nearer their measured TTFT than its time
 //     without, as the RMS of ln(measured / predicted). The cleared probe is shown, not judged:
 //     on llama.cpp b4748 one request after clearing is erratic (131 and 320 ms for the same
@@ -74,8 +74,8 @@ struct IdleSlotProbe {
 
 struct IdleSlotsOutcome {
   std::vector<IdleSlotProbe> probes;  // those measured in full
-  double kept_residual = 0;  // RMS of ln(filled_ms / (cleared_ms x predicted_ratio))
-  double none_residual = 0;  // ... of ln(filled_ms / cleared_ms) (idle slots cost nothing)
+  double kept_residual = 0;  // RMS of ln(filled_ms / kept_ms)
+  double none_residual = 0;  // ... of ln(filled_ms / none_ms) (idle slots cost nothing)
   double mean_slowdown = 0;  // of filled over none_ms, less 1
   bool slots_keep_kv = false;
   std::string finding;      // what was seen, in words (also when nothing was measured)
