@@ -35,7 +35,7 @@ constexpr std::size_t kChunkBytes = 4 + kPayloadBytes + 2;
 // A stream opened by any request; its bytes are appended by the benchmark.
 class Stream final : public net::HttpServerConnection {
  public:
-  Stream(boost::asio::ip::tcp::socket socket, const net::ServerLimits& limits,
+  Stream(net::StreamSocket socket, const net::ServerLimits& limits,
          std::vector<std::shared_ptr<net::HttpServerConnection>>& streams)
       : HttpServerConnection(std::move(socket), limits), streams_(streams) {}
   void Append(std::string_view bytes) { data() += bytes; }
@@ -92,7 +92,7 @@ void BM_WriteFanout(benchmark::State& state) {
   boost::asio::io_context io{1};
   net::ServerLimits limits;
   std::vector<std::shared_ptr<net::HttpServerConnection>> streams;
-  net::HttpListener listener(io, limits, [&](boost::asio::ip::tcp::socket socket) {
+  net::HttpListener listener(io, limits, [&](net::StreamSocket socket) {
     return std::make_shared<Stream>(std::move(socket), limits, streams);
   });
   if (!listener.Listen("127.0.0.1", 0).ok()) return state.SkipWithError("cannot listen on 127.0.0.1");

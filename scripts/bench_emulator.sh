@@ -12,7 +12,8 @@
 #        (bakeoff_emulate_step_lag_seconds from /metrics), at a realistic preset (e2real) and at
 #        step costs small enough that the emulator's own work is the limit (e2fast); and the
 #        realistic preset again with the step's writes on two threads over both cores, the
-#        client's core included (e2wide).
+#        client's core included (e2wide); and the realistic preset served on a Unix-domain socket
+#        instead of TCP (e2unix), whose writes skip the TCP stack.
 # Everything listens on 127.0.0.1 and stops by itself (timeouts on every run).
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
@@ -82,9 +83,16 @@ simulate_cli() {
 simulate_cli
 
 # (e2) ------------------------------------------------------------------------------------------
-# GET /metrics over bash's /dev/tcp (no HTTP client needed); HTTP/1.0, so the server closes.
+# GET /metrics from the server at URL: over bash's /dev/tcp (no HTTP client needed; HTTP/1.0, so
+# the server closes), or on a Unix socket with Node's http module (a build dependency).
 fetch_metrics() {
-  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  if [[ $1 == http+unix://* ]]; then
+    local encoded=${1#http+unix://} socket
+    socket=$(printf '%b' "${encoded//%/\\x}")  # percent-decoded
+    timeout 10 node -e 'require("http").get({socketPath: process.argv[1], path: "/metrics"}, (r) => r.pipe(process.stdout)).on("error", () => process.exit(1))' "$socket"
+    return
+  fi
+  exec 3<>"/dev/tcp/127.0.0.1/${1##*:}"
   printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
   timeout 10 cat <&3
   exec 3<&-
@@ -98,7 +106,8 @@ histogram_quantile_ms() {
     END { for (i = 1; i <= n; i++) if (counts[i] >= q * total) { if (les[i] == "+Inf") print "inf"; else printf "%.2f", les[i] * 1000; exit } }' "$1"
 }
 
-# run_e2 KEY SERVER_CPUS CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: facts KEY.server_args,
+# run_e2 KEY SERVER_CPUS CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: the server listens on
+# an ephemeral 127.0.0.1 port, or where SERVER-ARGS' --unix-socket says. Facts KEY.server_args,
 # KEY.server_cpus, KEY.client_args, KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms
 # / _p99_ms (bucket upper bounds; "inf" past the last), KEY.step_lag_mean_ms, KEY.server_cpu_pct
 # (of one core) and KEY.server_cpu_ms_per_step / KEY.client_cpu_ms_per_step (CPU time over the
@@ -107,7 +116,9 @@ histogram_quantile_ms() {
 run_e2() {
   local key=$1 cpus=$2 concurrency=$3 requests=$4 output=$5
   shift 5
-  taskset -c "$cpus" "$bakeoff" emulate --port 0 "$@" >"$work/server.log" 2>&1 &
+  local listen=(--port 0)
+  [[ " $* " == *" --unix-socket "* ]] && listen=()
+  taskset -c "$cpus" "$bakeoff" emulate "${listen[@]}" "$@" >"$work/server.log" 2>&1 &
   server_pid=$!
   local url
   url=$(wait_for_url "$work/server.log" "$server_pid")
@@ -120,14 +131,14 @@ run_e2() {
     failure "$section" "($key) bench exited non-zero ($(tail -n 3 "$work/bench.log" | tr '\n' ' ' | cut -c1-300))"; stop_server; return
   fi
   ticks1=$(process_ticks "$server_pid"); t1=$(date +%s.%N)
-  if ! fetch_metrics "${url##*:}" >"$work/metrics.txt"; then
+  if ! fetch_metrics "$url" >"$work/metrics.txt"; then
     failure "$section" "($key) GET /metrics failed"; stop_server; return
   fi
   stop_server
   local summary=$work/$key/summary.json ok
   ok=$(jq -r '.steps[0].requests.outcomes.ok // 0' "$summary")
   if [ "$ok" != "$requests" ]; then failure "$section" "($key) $ok of $requests requests ok"; return; fi
-  fact "$section" "$key.server_args" "$*"
+  fact "$section" "$key.server_args" "${*//$work\//}"
   fact "$section" "$key.server_cpus" "$cpus"
   fact "$section" "$key.client_args" "$client_args"
   fact "$section" "$key.concurrency" "$concurrency"
@@ -149,6 +160,8 @@ log "(e2) real-time emulator"
 run_e2 e2real 0 $e2real_load $e2real_server
 # shellcheck disable=SC2086
 run_e2 e2wide 0,1 $e2real_load $e2real_server --write-threads 2
+# shellcheck disable=SC2086
+run_e2 e2unix 0 $e2real_load $e2real_server --unix-socket "$work/e2.sock"
 # shellcheck disable=SC2086
 run_e2 e2fast 0 $e2fast_load $e2fast_server
 section_end "$section"

@@ -103,12 +103,12 @@ stop_server() {
   server_pid=""
 }
 
-# wait_for_url LOG PID: the http://127.0.0.1:PORT a server printed in LOG, within 10 s; empty when
-# it died or never said.
+# wait_for_url LOG PID: the http://127.0.0.1:PORT (or http+unix://SOCKET) a server printed in LOG,
+# within 10 s; empty when it died or never said.
 wait_for_url() {
   local url="" _
   for _ in $(seq 1 100); do
-    url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$1" | head -n 1 || true)
+    url=$(grep -oE 'http://127\.0\.0\.1:[0-9]+|http\+unix://[^ ]+' "$1" | head -n 1 || true)
     [ -n "$url" ] && break
     kill -0 "$2" 2>/dev/null || break
     sleep 0.1

@@ -25,6 +25,7 @@
 #include "cli/cli.h"
 #include "emulate/engine_preset.h"
 #include "emulate/server.h"
+#include "net/http_client.h"
 
 namespace bakeoff::cli {
 
@@ -42,6 +43,7 @@ int AutoWriteThreads() {
 struct EmulateFlags {
   std::string host = "127.0.0.1";
   int port = 8000;
+  std::string unix_socket;
   std::string model = std::string(emulate::kDefaultServedModelName);
   std::string preset;
   long long max_num_seqs = 256;
@@ -103,6 +105,9 @@ std::string CheckFlags(const EmulateFlags& f) {
     return std::string(flag) + " " + rule + " (got " + value + ")";
   };
   if (f.port < 0 || f.port > 65535) return bad("--port", "must be in [0, 65535]", std::to_string(f.port));
+  if (f.unix_socket.size() > net::kMaxUnixSocketPath) {
+    return bad("--unix-socket", "must be at most " + std::to_string(net::kMaxUnixSocketPath) + " bytes long", f.unix_socket);
+  }
   if (f.model.empty()) return "--model must not be empty";
   if (f.max_num_seqs < 1) return bad("--max-num-seqs", "must be >= 1", std::to_string(f.max_num_seqs));
   if (f.max_model_len < 2) return bad("--max-model-len", "must be >= 2", std::to_string(f.max_model_len));
@@ -262,6 +267,7 @@ int RunEmulate(const EmulateFlags& f) {
   LineWriter out;
   config.host = f.host;
   config.port = static_cast<std::uint16_t>(f.port);
+  config.unix_socket = f.unix_socket;
   config.served_model_name = f.model;
   config.lora_adapters = f.lora_adapters;
   config.engine = *engine;
@@ -322,8 +328,11 @@ int RunEmulate(const EmulateFlags& f) {
     std::unique_ptr<emulate::EmulatorServer> server = std::move(started).value();
     const std::string label =
         f.preset.empty() ? "emulated engine" : fmt::format("emulated engine, preset {}", engine->name);
-    out.WriteLocked(fmt::format("bakeoff emulate ({}) listening on http://{}:{}", label, f.host,
-                                server->port()));
+    net::Endpoint listening;
+    listening.host = f.host;
+    listening.port = std::to_string(server->port());
+    listening.unix_socket = f.unix_socket;
+    out.WriteLocked(fmt::format("bakeoff emulate ({}) listening on {}", label, listening.ToString()));
     first_line.unlock();
 
     int signal_number = 0;
@@ -383,9 +392,15 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     CLI::Option* option = command->add_option(name, value, help)->capture_default_str();
     engine_options->emplace_back(name, option);
   };
-  command->add_option("--host", flags->host, "Address to bind")->capture_default_str();
-  command->add_option("--port", flags->port, "Port to listen on (0 = pick a free one)")
-      ->capture_default_str();
+  CLI::Option* host = command->add_option("--host", flags->host, "Address to bind")->capture_default_str();
+  CLI::Option* port =
+      command->add_option("--port", flags->port, "Port to listen on (0 = pick a free one)")->capture_default_str();
+  command
+      ->add_option("--unix-socket", flags->unix_socket,
+                   "Listen on this Unix-domain socket file instead of a TCP port (as vLLM's --uds); clients "
+                   "reach it as http+unix://%2Fpath%2Fto.sock")
+      ->excludes(host)
+      ->excludes(port);
   command->add_option("--model", flags->model, "Served model name")->capture_default_str();
   command->add_option("--preset", flags->preset,
                       "Engine preset: a name in the presets folder ($BAKEOFF_PRESETS_DIR or "

@@ -28,7 +28,6 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
@@ -47,7 +46,6 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
-using tcp = asio::ip::tcp;
 
 // Instant mode renders at most this many event bytes before handing them to the socket.
 constexpr std::size_t kInstantBatchBytes = 64 * 1024;
@@ -88,7 +86,7 @@ class EmulatorServer::Impl {
         served_{config_.served_model_name, config_.engine.max_model_len, config_.faults.truncate_prompts,
                 config_.lora_adapters},
         limits_{config_.idle_timeout, config_.request_timeout, config_.max_header_bytes, config_.max_body_bytes},
-        listener_(io_, limits_, [this](tcp::socket socket) { return MakeConnection(std::move(socket)); },
+        listener_(io_, limits_, [this](net::StreamSocket socket) { return MakeConnection(std::move(socket)); },
                   [this](std::size_t open) { stats_connections_.store(open, std::memory_order_relaxed); }),
         step_timer_(io_),
         startup_timer_(io_),
@@ -194,7 +192,7 @@ class EmulatorServer::Impl {
   ShutdownReport shutdown_report_;  // guarded by shutdown_mutex_ once shutdown_done_
 
  private:
-  std::shared_ptr<net::HttpServerConnection> MakeConnection(tcp::socket socket);
+  std::shared_ptr<net::HttpServerConnection> MakeConnection(net::StreamSocket socket);
   void RunStartupStage(std::size_t stage, Nanos offset);
   void Log(const std::string& line) const {
     if (config_.log) config_.log(line);
@@ -239,7 +237,7 @@ class EmulatorServer::Impl {
 // the generation in progress with its faults, stalls and keep-alive comments.
 class Connection final : public net::HttpServerConnection {
  public:
-  Connection(EmulatorServer::Impl& server, tcp::socket socket)
+  Connection(EmulatorServer::Impl& server, net::StreamSocket socket)
       : HttpServerConnection(std::move(socket), server.limits()), server_(server) {}
 
   std::shared_ptr<Connection> Self() { return std::static_pointer_cast<Connection>(shared_from_this()); }
@@ -794,7 +792,8 @@ Status EmulatorServer::Impl::Listen() {
   started_at_ = Now();
   // Posted before the listener accepts, so no request is served before the stage state is set.
   asio::post(io_, [this] { RunStartupStage(0, Nanos{0}); });
-  Status listening = listener_.Listen(config_.host, config_.port);
+  Status listening = config_.unix_socket.empty() ? listener_.Listen(config_.host, config_.port)
+                                                 : listener_.ListenUnix(config_.unix_socket);
   if (!listening.ok()) return listening;
   port_ = listener_.port();
   return Ok{};
@@ -825,7 +824,7 @@ void EmulatorServer::Impl::RunStartupStage(std::size_t stage, Nanos offset) {
   });
 }
 
-std::shared_ptr<net::HttpServerConnection> EmulatorServer::Impl::MakeConnection(tcp::socket socket) {
+std::shared_ptr<net::HttpServerConnection> EmulatorServer::Impl::MakeConnection(net::StreamSocket socket) {
   return std::make_shared<Connection>(*this, std::move(socket));
 }
 

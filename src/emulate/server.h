@@ -106,6 +106,8 @@ inline constexpr int kMaxWriteThreads = 64;
 struct EmulatorConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;  // 0 = an ephemeral port (see EmulatorServer::port())
+  // Non-empty: listen on this Unix-domain socket file instead of host and port (as vLLM's --uds).
+  std::string unix_socket;
   std::string served_model_name = std::string(kDefaultServedModelName);
   // LoRA adapter names served beside the model (a request naming one runs with it; the engine
   // model holds engine.max_loras of them at once, loading others at cost.lora_load_ms).

@@ -6,7 +6,9 @@
 // (no body copy), and one lazily re-armed deadline timer per connection.
 //
 // Design notes (why, not what):
-// - Plain TCP reads wait for readiness (async_wait) and then read synchronously into one
+// - Sockets are Asio's generic stream sockets, so one connection type carries TCP and Unix-domain
+//   (http+unix://) connections alike; only TCP gets TCP_NODELAY.
+// - Plain reads wait for readiness (async_wait) and then read synchronously into one
 //   64 KiB scratch buffer shared by the whole client. A waiting stream therefore holds no read
 //   buffer, which keeps 10,000 open streams cheap. Only bytes the parser could not consume yet (a
 //   partial header or chunk-size line) are kept per connection. TLS reads go through the
@@ -49,8 +51,10 @@
 #include <vector>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -72,6 +76,9 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
+// TCP and Unix-domain connections share one socket type; its endpoints convert from both.
+using StreamSocket = asio::generic::stream_protocol::socket;
+using StreamEndpoint = asio::generic::stream_protocol::endpoint;
 using boost::system::error_code;
 using BeastStringView = boost::beast::string_view;
 
@@ -154,7 +161,7 @@ struct ClientState {
   void AddBusy(const std::shared_ptr<Connection>& connection);
   void RemoveBusy(Connection* connection);
   void SerializeHead(const HttpRequest& request, std::string& out) const;
-  std::string Where() const { return endpoint.host + ":" + endpoint.port; }
+  std::string Where() const { return endpoint.Where(); }
 
   asio::io_context& context;
   Endpoint endpoint;
@@ -164,7 +171,8 @@ struct ClientState {
   bool host_is_address = false;
   std::optional<ssl::context> tls_context;
   std::string tls_setup_error;          // non-empty: every connection attempt fails with it
-  std::vector<tcp::endpoint> resolved;  // the literal address, or the first resolution's answer
+  // The socket file or literal address, or the first resolution's answer.
+  std::vector<StreamEndpoint> resolved;
   std::optional<tcp::resolver> resolver;
   std::string fixed_headers;  // Host, User-Agent, Authorization: the same on every request
   std::vector<char> read_scratch;
@@ -244,12 +252,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void RetryOnNewConnection(std::string reason);
   // Reads the response's Keep-Alive announcement; true if the server allows another request.
   bool ServerAllowsAnother(MonoTime now);
-  tcp::socket& Lowest() { return tls_ ? tls_->next_layer() : *plain_; }
+  StreamSocket& Lowest() { return tls_ ? tls_->next_layer() : *plain_; }
 
   void Connect();
   void Resolve();
-  void ConnectTcp();
-  void OnTcpConnected(const error_code& ec);
+  void ConnectSocket();
+  void OnSocketConnected(const error_code& ec);
   void OnHandshake(const error_code& ec);
   void OnConnectionReady();
   void Write();
@@ -269,8 +277,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string DeadlineDetail(TransportEnd kind) const;
 
   ClientState* client_;  // null once closed
-  std::optional<tcp::socket> plain_;
-  std::optional<ssl::stream<tcp::socket>> tls_;
+  std::optional<StreamSocket> plain_;
+  std::optional<ssl::stream<StreamSocket>> tls_;
   asio::steady_timer timer_;
   bool timer_armed_ = false;
   MonoTime timer_at_{};
@@ -505,7 +513,7 @@ void Connection::Connect() {
   if (client_->resolved.empty()) {
     Resolve();
   } else {
-    ConnectTcp();
+    ConnectSocket();
   }
 }
 
@@ -529,20 +537,20 @@ void Connection::Resolve() {
           return;
         }
         if (client.resolved.empty()) {
-          for (const auto& entry : results) client.resolved.push_back(entry.endpoint());
+          for (const auto& entry : results) client.resolved.emplace_back(entry.endpoint());
         }
-        self->ConnectTcp();
+        self->ConnectSocket();
       });
 }
 
-void Connection::ConnectTcp() {
+void Connection::ConnectSocket() {
   if (FaultFires()) {
     PostFinish(TransportEnd::kConnectFailed,
                "injected fault while connecting to " + client_->Where());
     return;
   }
   auto done = [self = shared_from_this(), gen = gen_](const error_code& ec, auto&&...) {
-    if (self->Current(gen)) self->OnTcpConnected(ec);
+    if (self->Current(gen)) self->OnSocketConnected(ec);
   };
   if (client_->resolved.size() == 1) {
     Lowest().async_connect(client_->resolved.front(), std::move(done));
@@ -551,14 +559,14 @@ void Connection::ConnectTcp() {
   }
 }
 
-void Connection::OnTcpConnected(const error_code& ec) {
+void Connection::OnSocketConnected(const error_code& ec) {
   if (ec) {
     Finish(TransportEnd::kConnectFailed,
            "connect to " + client_->Where() + " failed: " + ec.message(), false);
     return;
   }
   error_code ignored;
-  Lowest().set_option(tcp::no_delay(true), ignored);
+  if (client_->endpoint.unix_socket.empty()) Lowest().set_option(tcp::no_delay(true), ignored);
   if (!tls_) {
     // Plain reads are synchronous after a readiness wait; they must not block.
     Lowest().non_blocking(true, ignored);
@@ -659,7 +667,7 @@ void Connection::Read() {
     });
     return;
   }
-  plain_->async_wait(tcp::socket::wait_read,
+  plain_->async_wait(StreamSocket::wait_read,
                      [self = shared_from_this(), gen = gen_](const error_code& ec) {
                        if (self->Current(gen)) self->OnReadable(ec);
                      });
@@ -938,11 +946,13 @@ ClientState::ClientState(EventLoop& loop, Endpoint endpoint_in, ClientOptions op
       read_scratch(kPlainReadBytes) {
   error_code ec;
   const asio::ip::address address = asio::ip::make_address(endpoint.host, ec);
-  if (!ec) {
+  if (!endpoint.unix_socket.empty()) {
+    resolved.emplace_back(asio::local::stream_protocol::endpoint(endpoint.unix_socket));
+  } else if (!ec) {
     host_is_address = true;
     int port = 0;
     for (char c : endpoint.port) port = port * 10 + (c - '0');
-    resolved.emplace_back(address, static_cast<unsigned short>(port));
+    resolved.emplace_back(tcp::endpoint(address, static_cast<unsigned short>(port)));
   }
   if (endpoint.tls) {
     tls_context.emplace(ssl::context::tls_client);

@@ -1,6 +1,7 @@
 // net/http_client.h
 //
-// Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP or TLS on one EventLoop: keep-alive
+// Owns: an asynchronous HTTP/1.1 client (RFC 9112) over TCP, TLS or a Unix-domain stream socket
+// on one EventLoop: keep-alive
 // connection reuse (honouring `Connection: close` and the server's `Keep-Alive: timeout, max`),
 // one retry of a request that a stale kept-alive connection lost before any response byte, one
 // connection per in-flight request, chunked transfer decoding, per-request deadlines, size limits,
@@ -29,17 +30,28 @@
 
 namespace bakeoff::net {
 
-// Where requests go: scheme, host, port and a base path prefix ("" or "/prefix").
+// Where requests go: scheme, host, port and a base path prefix ("" or "/prefix"), or a Unix-domain
+// socket's path instead of the host and port.
 struct Endpoint {
   bool tls = false;
-  std::string host;       // name or literal address; IPv6 without brackets
-  std::string port;       // "80"/"443" when the URL has none
-  std::string base_path;  // no trailing '/'
+  std::string host;         // name or literal address; IPv6 without brackets
+  std::string port;         // "80"/"443" when the URL has none
+  std::string base_path;    // no trailing '/'
+  std::string unix_socket;  // non-empty: connect to this socket file; host is then "localhost"
 
-  std::string ToString() const;  // "http://host:port/base"
+  // "http://host:port/base", or "http+unix://%2Frun%2Fengine.sock/base" for a Unix socket.
+  std::string ToString() const;
+  // Where connections go, for messages: "host:port", or "unix:/run/engine.sock".
+  std::string Where() const;
 };
 
+// The longest Unix socket path Linux takes (sockaddr_un's 108 bytes, less the terminating NUL).
+inline constexpr std::size_t kMaxUnixSocketPath = 107;
+
 // Parses "http://host[:port][/base]" or "https://...". IPv6 hosts in brackets.
+// "http+unix://SOCKET[/base]" names a Unix-domain socket (as vLLM's `--uds` serves): SOCKET is
+// the socket file's path percent-encoded, '/' as %2F ("http+unix://%2Frun%2Fengine.sock/v1");
+// requests then carry `Host: localhost`.
 Result<Endpoint> ParseEndpoint(std::string_view url);
 
 struct Deadlines {

@@ -1,14 +1,19 @@
 // net/http_server.cc: HTTP/1.1 listener and server connection (contract in http_server.h).
 #include "net/http_server.h"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <span>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
@@ -78,13 +83,13 @@ const char* ReasonPhrase(int status) {
 
 // --- HttpServerConnection ---
 
-HttpServerConnection::HttpServerConnection(tcp::socket socket, const ServerLimits& limits)
+HttpServerConnection::HttpServerConnection(StreamSocket socket, const ServerLimits& limits)
     : socket_(std::move(socket)), limits_(limits) {}
 
 void HttpServerConnection::Start() {
   beast::error_code ec;
   socket_.non_blocking(true, ec);
-  socket_.set_option(tcp::no_delay(true), ec);
+  socket_.set_option(tcp::no_delay(true), ec);  // fails, harmlessly, on a Unix socket
   EnterReading();
   DoRead();
 }
@@ -113,7 +118,7 @@ void HttpServerConnection::DoRead() {
   if (reading_ || state_ == State::kClosed) return;
   if (state_ == State::kResponding && buffer_.size() >= kMaxPipelinedBytes) return;
   reading_ = true;
-  socket_.async_wait(tcp::socket::wait_read,
+  socket_.async_wait(StreamSocket::wait_read,
                      [self = shared_from_this()](beast::error_code ec) { self->OnReadable(ec); });
 }
 
@@ -306,7 +311,7 @@ void HttpServerConnection::FinishResponse() {
   if (state_ == State::kClosed) return;  // the subclass closed it (a shutdown that just completed)
   if (!keep_alive_) {
     beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.shutdown(StreamSocket::shutdown_send, ignored);
     state_ = State::kLingering;
     deadline_ = Now() + kLingerTime;
     DoRead();
@@ -398,17 +403,54 @@ Status HttpListener::Listen(const std::string& host, std::uint16_t port) {
   beast::error_code ec;
   auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
   if (ec) return MakeError(ErrorCode::kInvalidInput, fmt::format("host '{}' is not an IP address", host));
-  tcp::endpoint endpoint(address, port);
-  acceptor_.open(endpoint.protocol(), ec);
+  const tcp::endpoint endpoint(address, port);
+  acceptor_.open(asio::generic::stream_protocol(endpoint.protocol()), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return MakeError(ErrorCode::kIo, fmt::format("cannot listen on {}:{}: {}", host, port, ec.message()));
-  port_ = acceptor_.local_endpoint(ec).port();
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ::getsockname(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&bound), &length);
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
+                                            : reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+  BeginAccepting();
+  return Ok{};
+}
+
+Status HttpListener::ListenUnix(const std::string& path) {
+  const asio::local::stream_protocol::endpoint endpoint(path);
+  auto fail = [&path](const std::string& why) {
+    return MakeError(ErrorCode::kIo, fmt::format("cannot listen on Unix socket {}: {}", path, why));
+  };
+  struct stat existing {};
+  if (::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode)) return fail("the path exists and is not a socket");
+    asio::local::stream_protocol::socket probe(io_);
+    beast::error_code connect_ec;
+    probe.connect(endpoint, connect_ec);
+    if (!connect_ec) return fail("another server is listening there");
+    if (connect_ec != asio::error::connection_refused) return fail(connect_ec.message());
+    ::unlink(path.c_str());  // left by a server that is gone
+  }
+  beast::error_code ec;
+  acceptor_.open(asio::generic::stream_protocol(endpoint.protocol()), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (ec) return fail(ec.message());
+  unix_path_ = path;
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    StopAccepting();
+    return fail(ec.message());
+  }
+  BeginAccepting();
+  return Ok{};
+}
+
+void HttpListener::BeginAccepting() {
   accepting_ = sweeping_ = true;
   DoAccept();
   ArmSweep();
-  return Ok{};
 }
 
 void HttpListener::StopAccepting() {
@@ -416,6 +458,10 @@ void HttpListener::StopAccepting() {
   beast::error_code ec;
   acceptor_.close(ec);
   accept_retry_timer_.cancel();
+  if (!unix_path_.empty()) {
+    ::unlink(unix_path_.c_str());
+    unix_path_.clear();
+  }
 }
 
 void HttpListener::Stop() {
@@ -432,7 +478,7 @@ std::vector<std::shared_ptr<HttpServerConnection>> HttpListener::Connections() c
 }
 
 void HttpListener::DoAccept() {
-  acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+  acceptor_.async_accept([this](beast::error_code ec, StreamSocket socket) {
     if (!accepting_) return;
     if (ec) {
       // Out of descriptors or a transient error: back off instead of spinning.

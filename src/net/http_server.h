@@ -1,9 +1,9 @@
 // net/http_server.h
 //
 // Owns: the server side of HTTP/1.1 on Boost.Beast, for servers whose responses are written as
-// raw bytes (bakeoff emulate): a listener that accepts (backing off after accept errors), keeps
-// the open connections and sweeps their deadlines; and a connection that reads, parses and
-// writes.
+// raw bytes (bakeoff emulate): a listener on a TCP address or a Unix-domain socket file that
+// accepts (backing off after accept errors), keeps the open connections and sweeps their
+// deadlines; and a connection that reads, parses and writes.
 // - Reads use "wait until readable, then read what is there" (async_wait + non-blocking
 //   read_some into a flat_buffer), so an idle or streaming connection holds no read buffer and a
 //   client that goes away is noticed while its response is still being produced. Requests are
@@ -43,8 +43,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -70,6 +71,9 @@ const char* ReasonPhrase(int status);
 
 class HttpListener;
 
+// An accepted TCP or Unix-domain stream socket.
+using StreamSocket = boost::asio::generic::stream_protocol::socket;
+
 // One accepted socket, serving its requests one at a time. A subclass answers them: OnRequest is
 // called with each parsed request, and the answer is given with SendWhole(), or with StreamHead()
 // then data() and Flush() as often as needed, then EndResponse().
@@ -77,14 +81,15 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
  public:
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
 
-  HttpServerConnection(boost::asio::ip::tcp::socket socket, const ServerLimits& limits);
+  HttpServerConnection(StreamSocket socket, const ServerLimits& limits);
   virtual ~HttpServerConnection() = default;
   HttpServerConnection(const HttpServerConnection&) = delete;
   HttpServerConnection& operator=(const HttpServerConnection&) = delete;
 
   void Start();
   // Idempotent. Runs OnClose(), closes the socket and leaves the listener. With `reset`, the
-  // close sends a TCP RST instead of a FIN (a crashed process).
+  // close sends a TCP RST instead of a FIN (a crashed process); a Unix socket's peer sees a reset
+  // only if it had sent bytes not yet read, an end of stream otherwise.
   void Close(bool reset = false);
   // Closes the connection when its read or linger deadline has passed.
   void CheckDeadline(MonoTime now);
@@ -150,7 +155,7 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   void OnWrite(boost::system::error_code ec);
   void FinishResponse();
 
-  boost::asio::ip::tcp::socket socket_;
+  StreamSocket socket_;
   const ServerLimits& limits_;
   std::function<void(HttpServerConnection*)> on_closed_;  // set by the listener
   State state_ = State::kReading;
@@ -217,10 +222,10 @@ class WriteFanout {
   bool stopping_ = false;
 };
 
-// Accepts connections on one address and keeps them until they close.
+// Accepts connections on one address or socket file and keeps them until they close.
 class HttpListener {
  public:
-  using Factory = std::function<std::shared_ptr<HttpServerConnection>(boost::asio::ip::tcp::socket)>;
+  using Factory = std::function<std::shared_ptr<HttpServerConnection>(StreamSocket)>;
 
   // `limits` outlives the listener; `on_count` (may be empty) is told the number of open
   // connections whenever it changes.
@@ -230,7 +235,11 @@ class HttpListener {
   // Binds and listens ("localhost" means 127.0.0.1; any other host must be an IP address), then
   // accepts and sweeps deadlines on the io_context's thread. Port 0: an ephemeral one (port()).
   Status Listen(const std::string& host, std::uint16_t port);
-  std::uint16_t port() const { return port_; }
+  // Binds a Unix-domain stream socket at `path` and listens, as Listen does. A socket file left
+  // there by a server that is gone (connecting is refused) is replaced; a live one or any other
+  // file is an error. The file is removed when the listener stops accepting.
+  Status ListenUnix(const std::string& path);
+  std::uint16_t port() const { return port_; }  // 0 on a Unix socket
   // No more connections are accepted; the open ones stay.
   void StopAccepting();
   // StopAccepting, and the deadline sweep ends (the open connections stay until closed).
@@ -246,10 +255,14 @@ class HttpListener {
   const ServerLimits& limits_;
   Factory factory_;
   std::function<void(std::size_t)> on_count_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  // Starts accepting on the bound and listening acceptor.
+  void BeginAccepting();
+
+  boost::asio::basic_socket_acceptor<boost::asio::generic::stream_protocol> acceptor_;
   boost::asio::steady_timer accept_retry_timer_;
   boost::asio::steady_timer sweep_timer_;
   std::uint16_t port_ = 0;
+  std::string unix_path_;  // the socket file this listener created; removed when it stops
   bool accepting_ = false;
   bool sweeping_ = false;
   std::unordered_map<HttpServerConnection*, std::shared_ptr<HttpServerConnection>> connections_;

@@ -467,7 +467,8 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   if (!config.metrics_path.empty() && config.metrics_interval > Nanos(0)) {
     target::TimelineOptions scrape;
     scrape.endpoint = target.endpoint;
-    if (config.adapter != nullptr && !config.adapter->metrics_port.empty()) {
+    // A separate metrics port is a TCP one; an engine on a Unix socket serves its metrics there.
+    if (config.adapter != nullptr && !config.adapter->metrics_port.empty() && scrape.endpoint.unix_socket.empty()) {
       scrape.endpoint.port = std::string(config.adapter->metrics_port);
     }
     scrape.client = target.client;

@@ -29,7 +29,7 @@ run::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_tokens,
                                    std::uint32_t output_tokens, const std::filesystem::path& out) {
   run::BenchConfig config;
   config.url = "http://127.0.0.1:" + std::to_string(port);
-  config.run.target.endpoint = {false, "127.0.0.1", std::to_string(port), ""};
+  config.run.target.endpoint = {false, "127.0.0.1", std::to_string(port), "", ""};
   config.run.shape = {prompt_tokens, output_tokens};
   load::StepSpec step;
   step.mode = load::LoopMode::kClosed;

@@ -51,7 +51,7 @@ Result<run::CalibrationOutcome> CalibrateCosts(const emulate::CostModel& truth, 
   auto server = emulate::EmulatorServer::Start(emulator);
   if (!server.ok()) return server.error();
   run::CalibrateConfig config;
-  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
   config.target.request.ignore_eos = true;
   config.target.request.min_tokens = 1;
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
@@ -292,7 +292,7 @@ TEST(CalibrateTimingTest, TellsSlotsThatKeepTheirKvFromSlotsThatDoNot) {
     auto server = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(server.ok()) << server.error().message;
     load::TargetSpec target;
-    target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+    target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
     target.request.model = std::string(emulate::kDefaultServedModelName);
     target.request.ignore_eos = true;
     target.request.min_tokens = 1;
@@ -353,7 +353,7 @@ Result<run::CalibrationOutcome> CalibrateLimits(const emulate::EngineConfig& tru
   auto server = emulate::EmulatorServer::Start(emulator);
   if (!server.ok()) return server.error();
   run::CalibrateConfig config;
-  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  config.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
   config.target.request.ignore_eos = true;
   config.target.request.min_tokens = 1;
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());

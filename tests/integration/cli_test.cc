@@ -94,6 +94,38 @@ TEST(CliTest, ReportPagesAreWrittenAndRenderedAgain) {
   std::filesystem::remove_all(out);
 }
 
+// An engine served on a Unix socket (vLLM's --uds) is measured as one on a port: the emulator
+// listens there, bench reaches it by an http+unix:// URL, and the socket file goes with the server.
+TEST(CliTest, BenchReachesAnEmulatorOnAUnixSocket) {
+  const std::filesystem::path socket = bakeoff::testing::ScratchRoot() / "emulator.sock";
+  emulate::EmulatorConfig config;
+  config.unix_socket = socket.string();
+  auto server = emulate::EmulatorServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  std::string url = "http+unix://";
+  for (char c : socket.string()) url += c == '/' ? std::string("%2F") : std::string(1, c);
+  const std::filesystem::path out = bakeoff::testing::ScratchRoot() / "unix_socket_bench";
+  const Finished bench = RunBakeoff({"bench", "--url", url + "/v1", "--requests", "6", "--concurrency", "2",
+                                     "--prompt-tokens", "32", "--output-tokens", "4", "--out", out.string()});
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  const auto summary = nlohmann::json::parse(ReadFile(out / "summary.json").value());
+  EXPECT_EQ(summary["steps"][0]["requests"]["outcomes"].value("ok", 0), 6) << summary["steps"][0].dump();
+  EXPECT_TRUE(summary["target"]["emulated"].get<bool>());
+  server.value()->Stop();
+  EXPECT_FALSE(std::filesystem::exists(socket));
+
+  // The command line: the URL it prints, and --unix-socket cannot be given with --port.
+  ProcessOptions stop_soon;
+  stop_soon.signal_after = 1s;
+  stop_soon.signal = SIGTERM;
+  const Finished emulate = RunBakeoff({"emulate", "--unix-socket", socket.string()}, stop_soon);
+  EXPECT_NE(emulate.output.find("listening on " + url), std::string::npos) << emulate.output;
+  EXPECT_FALSE(std::filesystem::exists(socket));
+  const Finished both = RunBakeoff({"emulate", "--unix-socket", socket.string(), "--port", "0"});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--unix-socket"), std::string::npos) << both.output;
+}
+
 // SIGTERM (what timeout, systemd and Kubernetes send) stops a run exactly as Ctrl-C does.
 class StopSignalTest : public ::testing::TestWithParam<int> {};
 

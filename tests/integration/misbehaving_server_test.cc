@@ -43,7 +43,7 @@ const std::string kUsageChunk =
 
 load::RunSpec SpecFor(std::uint16_t port, std::uint64_t requests, std::uint32_t concurrency = 1) {
   load::RunSpec spec;
-  spec.target.endpoint = {false, "127.0.0.1", std::to_string(port), ""};
+  spec.target.endpoint = {false, "127.0.0.1", std::to_string(port), "", ""};
   spec.target.request.model = "m";
   spec.target.client.deadlines.connect = 2s;
   spec.target.client.deadlines.first_byte = 1s;

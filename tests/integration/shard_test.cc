@@ -41,7 +41,7 @@ class ShardTest : public ::testing::Test {
     auto started = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(started.ok()) << started.error().message;
     server_ = std::move(started.value());
-    spec_.target.endpoint = {false, "127.0.0.1", std::to_string(server_->port()), ""};
+    spec_.target.endpoint = {false, "127.0.0.1", std::to_string(server_->port()), "", ""};
     spec_.target.request.model = "emulated-model";
     spec_.shape.prompt_tokens = 16;
     spec_.shape.output_tokens = 4;
@@ -164,7 +164,7 @@ TEST(ClockOffsetTimingTest, TheOffsetAgainstTheTargetIsReadFromItsDateHeaders) {
   emulator.port = 0;
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const net::Endpoint endpoint{false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  const net::Endpoint endpoint{false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
   Result<target::ClockOffset> offset = target::MeasureClockOffset(endpoint, net::ClientOptions{});
   ASSERT_TRUE(offset.ok()) << offset.error().message;
   EXPECT_GE(offset->requests, 2);

@@ -108,7 +108,7 @@ TEST(SimulateAgreementTimingTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad
     run::BenchConfig bench;
     bench.run = ModerateLoad();
     bench.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
-    bench.run.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+    bench.run.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
     bench.out_dir = TempDir("agree_bench");
     std::atomic<bool> stop{false};
     auto measured = run::RunBench(

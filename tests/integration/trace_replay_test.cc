@@ -50,7 +50,7 @@ TEST(TraceReplayTest, SessionsWaitForTheAnswerAndCarryIt) {
                     Turn(0.2, 20, 6, "b", 0),         Turn(0.3, 25, 7, "a", 1, 0.4),
                     Turn(0.4, 15, 4, "b", 1, 0.2),    Turn(0.5, 10, 3, "a", 2, 0.2)};
   load::RunSpec spec;
-  spec.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), ""};
+  spec.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
   spec.target.request.model = "emulated-model";
   load::StepSpec step;
   step.mode = load::LoopMode::kTrace;

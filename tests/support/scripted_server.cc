@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -238,6 +239,20 @@ ScriptedServer::ScriptedServer(Responder responder, ServerOptions options)
                                               SSL_FILETYPE_PEM) == 1)
         << "cannot load " << options_.tls_key_file;
   }
+  if (!options_.unix_socket.empty()) {
+    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    BAKEOFF_CHECK(listen_fd_ >= 0) << std::strerror(errno);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    BAKEOFF_CHECK(options_.unix_socket.size() < sizeof address.sun_path) << options_.unix_socket;
+    std::memcpy(address.sun_path, options_.unix_socket.data(), options_.unix_socket.size());
+    ::unlink(options_.unix_socket.c_str());
+    BAKEOFF_CHECK(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+        << std::strerror(errno);
+    BAKEOFF_CHECK(::listen(listen_fd_, 1024) == 0) << std::strerror(errno);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+    return;
+  }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   BAKEOFF_CHECK(listen_fd_ >= 0) << std::strerror(errno);
   const int one = 1;
@@ -265,6 +280,7 @@ ScriptedServer::~ScriptedServer() {
   ::shutdown(listen_fd_, SHUT_RDWR);  // wakes accept() on Linux
   acceptor_.join();
   ::close(listen_fd_);
+  if (!options_.unix_socket.empty()) ::unlink(options_.unix_socket.c_str());
   std::vector<std::thread> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -274,6 +290,11 @@ ScriptedServer::~ScriptedServer() {
 }
 
 std::string ScriptedServer::url() const {
+  if (!options_.unix_socket.empty()) {
+    std::string url = "http+unix://";
+    for (char c : options_.unix_socket) url += c == '/' ? std::string("%2F") : std::string(1, c);
+    return url;
+  }
   return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);
 }
 
@@ -318,7 +339,7 @@ void ScriptedServer::AcceptLoop() {
       return;
     }
     const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options_.unix_socket.empty()) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     live_fds_.insert(fd);
     const int connection = accepted_++;
     workers_.emplace_back([this, fd, connection] { Serve(fd, connection); });

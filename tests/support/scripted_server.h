@@ -117,6 +117,9 @@ struct ServerOptions {
   // Both set: serve TLS with this certificate chain and key (PEM files).
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Non-empty: listen on this Unix-domain socket file (plain HTTP; '/' in the path only needs
+  // encoding in url()) instead of a 127.0.0.1 port; the file is removed with the server.
+  std::string unix_socket{};
   // false: play the script as soon as a connection is accepted, without reading a request.
   bool read_request = true;
   // Upper bound for Hang() (keeps a broken test bounded).
@@ -143,7 +146,7 @@ class ScriptedServer {
   ScriptedServer& operator=(const ScriptedServer&) = delete;
 
   std::uint16_t port() const { return port_; }
-  std::string url() const;  // "http://127.0.0.1:<port>" (https when TLS)
+  std::string url() const;  // "http://127.0.0.1:<port>" (https when TLS; http+unix:// on a socket file)
 
   std::vector<CapturedRequest> requests() const;  // received completely, in arrival order
   // Of those, the requests answered with at least one byte. Waits (up to 5 s) for Send steps in

@@ -21,6 +21,7 @@
 #include "net/event_loop.h"
 #include "net/fault_plan.h"
 #include "net/http_client.h"
+#include "support/scratch.h"
 #include "support/scripted_server.h"
 
 namespace bakeoff::net {
@@ -64,13 +65,48 @@ TEST(EndpointTest, DefaultPortsAndIpv6) {
 TEST(EndpointTest, RejectsMalformedUrls) {
   for (const char* url :
        {"ftp://host", "host:80", "http://", "http://:80", "http://h:0", "http://h:99999",
-        "http://h:8x", "http://[::1", "http://u:p@h/", "http://h/a?b=1", "http://h:"}) {
+        "http://h:8x", "http://[::1", "http://u:p@h/", "http://h/a?b=1", "http://h:", "http://h?x",
+        "http://[[]:1", "http://[h]:80", "http://a]b", "http://a b"}) {
     Result<Endpoint> endpoint = ParseEndpoint(url);
     EXPECT_FALSE(endpoint.ok()) << url;
     if (!endpoint.ok()) {
       EXPECT_EQ(endpoint.error().code, ErrorCode::kInvalidInput);
     }
   }
+}
+
+TEST(EndpointTest, UnixSocketUrlsCarryThePercentDecodedPathAndABasePath) {
+  Result<Endpoint> endpoint = ParseEndpoint("http+unix://%2Frun%2Fvllm%20a.sock/v1/");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.error().message;
+  EXPECT_EQ(endpoint->unix_socket, "/run/vllm a.sock");
+  EXPECT_EQ(endpoint->base_path, "/v1");
+  EXPECT_EQ(endpoint->host, "localhost");  // what the Host header says
+  EXPECT_FALSE(endpoint->tls);
+  EXPECT_EQ(endpoint->ToString(), "http+unix://%2Frun%2Fvllm%20a.sock/v1");
+  EXPECT_EQ(endpoint->Where(), "unix:/run/vllm a.sock");
+  Result<Endpoint> again = ParseEndpoint(endpoint->ToString());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->unix_socket, endpoint->unix_socket);
+  Result<Endpoint> relative = ParseEndpoint("http+unix://engine.sock");
+  ASSERT_TRUE(relative.ok());
+  EXPECT_EQ(relative->unix_socket, "engine.sock");
+  EXPECT_EQ(relative->base_path, "");
+  EXPECT_EQ(ParseEndpoint("http://[::1]:9000")->Where(), "[::1]:9000");
+}
+
+TEST(EndpointTest, RejectsMalformedUnixSocketUrls) {
+  const std::string too_long = "http+unix://%2F" + std::string(kMaxUnixSocketPath, 'a');
+  for (const std::string& url : {std::string("http+unix://"), std::string("http+unix:///v1"),
+                                 std::string("http+unix://%2"), std::string("http+unix://%zz.sock"),
+                                 std::string("http+unix://%00abstract"), std::string("http+unix://a.sock/x?y=1"),
+                                 too_long}) {
+    Result<Endpoint> endpoint = ParseEndpoint(url);
+    EXPECT_FALSE(endpoint.ok()) << url;
+    if (!endpoint.ok()) {
+      EXPECT_EQ(endpoint.error().code, ErrorCode::kInvalidInput);
+    }
+  }
+  EXPECT_TRUE(ParseEndpoint("http+unix://%2F" + std::string(kMaxUnixSocketPath - 1, 'a')).ok());
 }
 
 TEST(EndpointTest, HeaderLookupIsCaseInsensitive) {
@@ -674,6 +710,45 @@ TEST(HttpClientTest, RefusedConnectionIsConnectFailed) {
   auto handler = RunOne(ClosedPortUrl(), Post());
   EXPECT_EQ(handler->end, TransportEnd::kConnectFailed);
   EXPECT_THAT(handler->detail, HasSubstr("refused"));
+  EXPECT_FALSE(handler->connected);
+}
+
+TEST(HttpClientTest, StreamsAndKeepsAliveOverAUnixSocket) {
+  t::ServerOptions options;
+  options.unix_socket = (bakeoff::testing::ScratchRoot() / "client.sock").string();
+  const std::vector<std::string> events = {"{\"t\":\"a\"}", "{\"t\":\"b\"}"};
+  t::ScriptedServer server(t::SseScript(events, {.first_delay = 2ms, .gap = 2ms}), options);
+  ASSERT_THAT(server.url(), ::testing::StartsWith("http+unix://%2F"));
+  EventLoop loop;
+  HttpClient client(loop, EndpointOf(server.url() + "/base"), TestOptions());
+  RecordingHandler first;
+  RecordingHandler second;
+  client.Start(Post(), &first);
+  loop.RunUntilIdle();
+  client.Start(Post(), &second);
+  loop.RunUntilIdle();
+  std::string expected;
+  for (const auto& event : events) expected += t::SseEvent(event);
+  expected += t::SseEvent("[DONE]");
+  for (const RecordingHandler* handler : {&first, &second}) {
+    EXPECT_EQ(handler->end, TransportEnd::kComplete) << handler->detail;
+    EXPECT_EQ(handler->body, expected);
+  }
+  EXPECT_TRUE(second.connected_reused);
+  EXPECT_EQ(server.connections_accepted(), 1);
+  ASSERT_EQ(server.requests().size(), 2u);
+  EXPECT_EQ(server.requests()[0].target, "/base/v1/completions");
+  EXPECT_EQ(server.requests()[0].Header("Host"), "localhost");
+}
+
+TEST(HttpClientTest, MissingUnixSocketIsConnectFailedNamingIt) {
+  const std::string path = (bakeoff::testing::ScratchRoot() / "nobody.sock").string();
+  Endpoint endpoint;
+  endpoint.unix_socket = path;
+  auto handler = RunOne(endpoint.ToString(), Post());
+  EXPECT_EQ(handler->end, TransportEnd::kConnectFailed);
+  EXPECT_THAT(handler->detail, HasSubstr("unix:" + path));
+  EXPECT_THAT(handler->detail, HasSubstr("No such file"));
   EXPECT_FALSE(handler->connected);
 }
 

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -15,9 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "net/http_client.h"
+#include "support/scratch.h"
 #include "unit/emulate/test_http_client.h"
 
 namespace bakeoff::net {
@@ -31,7 +36,7 @@ using emulate::testing::TestConnection;
 // anything else 404. Counts the closes it saw.
 class TestConnectionHandler final : public HttpServerConnection {
  public:
-  TestConnectionHandler(boost::asio::ip::tcp::socket socket, const ServerLimits& limits, std::atomic<int>& closes)
+  TestConnectionHandler(StreamSocket socket, const ServerLimits& limits, std::atomic<int>& closes)
       : HttpServerConnection(std::move(socket), limits), closes_(closes), timer_(executor()) {}
 
  private:
@@ -72,11 +77,12 @@ class TestConnectionHandler final : public HttpServerConnection {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void StartServer() {
-    listener_.emplace(io_, limits_, [this](boost::asio::ip::tcp::socket socket) {
+  // On 127.0.0.1, or on the Unix socket `unix_socket` when one is given.
+  void StartServer(const std::string& unix_socket = {}) {
+    listener_.emplace(io_, limits_, [this](StreamSocket socket) {
       return std::make_shared<TestConnectionHandler>(std::move(socket), limits_, closes_);
     }, [this](std::size_t open) { open_.store(open); });
-    Status listening = listener_->Listen("127.0.0.1", 0);
+    Status listening = unix_socket.empty() ? listener_->Listen("127.0.0.1", 0) : listener_->ListenUnix(unix_socket);
     ASSERT_TRUE(listening.ok()) << listening.error().message;
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -179,7 +185,7 @@ TEST_F(HttpServerTest, IdleAndSlowConnectionsAreClosedByTheSweep) {
 // once, the way the emulator hands a step's tokens out (WriteFanout).
 class BroadcastHandler final : public HttpServerConnection {
  public:
-  BroadcastHandler(boost::asio::ip::tcp::socket socket, const ServerLimits& limits, std::atomic<int>& closes,
+  BroadcastHandler(StreamSocket socket, const ServerLimits& limits, std::atomic<int>& closes,
                    std::vector<std::shared_ptr<HttpServerConnection>>& streams)
       : HttpServerConnection(std::move(socket), limits), closes_(closes), streams_(streams) {}
 
@@ -211,7 +217,7 @@ class WriteFanoutTest : public HttpServerTest, public ::testing::WithParamInterf
     return result.get_future().get();
   }
   void StartBroadcast(std::size_t clients) {
-    listener_.emplace(io_, limits_, [this](boost::asio::ip::tcp::socket socket) {
+    listener_.emplace(io_, limits_, [this](StreamSocket socket) {
       return std::make_shared<BroadcastHandler>(std::move(socket), limits_, closes_, streams_);
     });
     Status listening = listener_->Listen("127.0.0.1", 0);
@@ -288,12 +294,81 @@ TEST_P(WriteFanoutTest, AResetPeerClosesItsConnectionAndTheOthersAreWritten) {
 INSTANTIATE_TEST_SUITE_P(Threads, WriteFanoutTest, ::testing::Values(1, 3));
 
 TEST_F(HttpServerTest, ListenRefusesAHostThatIsNotAnAddress) {
-  HttpListener listener(io_, limits_, [](boost::asio::ip::tcp::socket) -> std::shared_ptr<HttpServerConnection> {
+  HttpListener listener(io_, limits_, [](StreamSocket) -> std::shared_ptr<HttpServerConnection> {
     return nullptr;
   });
   Status status = listener.Listen("not-an-address", 0);
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message.find("'not-an-address' is not an IP address"), std::string::npos);
+}
+
+std::string SocketPath(const std::string& name) { return (bakeoff::testing::ScratchRoot() / name).string(); }
+
+Result<FetchedResponse> FetchOverUnixSocket(const std::string& socket_path, const std::string& target) {
+  Endpoint endpoint;
+  endpoint.host = "localhost";
+  endpoint.port = "80";
+  endpoint.unix_socket = socket_path;
+  HttpRequest request;
+  request.method = "GET";
+  request.path = target;
+  ClientOptions options;
+  options.deadlines.connect = std::chrono::seconds(2);
+  options.deadlines.total = std::chrono::seconds(5);
+  return Fetch(endpoint, std::move(request), options);
+}
+
+TEST_F(HttpServerTest, ServesOnAUnixSocketAndRemovesItsFileWhenItStops) {
+  const std::string path = SocketPath("serve.sock");
+  StartServer(path);
+  EXPECT_EQ(port(), 0);
+  EXPECT_TRUE(std::filesystem::is_socket(path));
+  Result<FetchedResponse> whole = FetchOverUnixSocket(path, "/whole");
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(whole->head.status, 200);
+  EXPECT_EQ(whole->body, "hello");
+  Result<FetchedResponse> stream = FetchOverUnixSocket(path, "/stream");
+  ASSERT_TRUE(stream.ok()) << stream.error().message;
+  EXPECT_EQ(stream->head.Header("transfer-encoding"), "chunked");
+  EXPECT_EQ(stream->body, "one two three");
+  std::promise<void> stopped;
+  boost::asio::post(io_, [&] {
+    listener_->StopAccepting();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  Result<FetchedResponse> refused = FetchOverUnixSocket(path, "/whole");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("unix:" + path), std::string::npos) << refused.error().message;
+}
+
+TEST_F(HttpServerTest, ListenUnixReplacesAStaleSocketFileButNeitherALiveOneNorAnotherFile) {
+  auto nothing = [](StreamSocket) -> std::shared_ptr<HttpServerConnection> { return nullptr; };
+  // A socket file whose server is gone: bound, then closed without removing it.
+  const std::string stale = SocketPath("stale.sock");
+  {
+    boost::asio::local::stream_protocol::acceptor gone(io_, boost::asio::local::stream_protocol::endpoint(stale));
+  }
+  ASSERT_TRUE(std::filesystem::is_socket(stale));
+  StartServer(stale);
+  Result<FetchedResponse> served = FetchOverUnixSocket(stale, "/whole");
+  ASSERT_TRUE(served.ok()) << served.error().message;
+  EXPECT_EQ(served->body, "hello");
+
+  HttpListener second(io_, limits_, nothing);
+  Status live = second.ListenUnix(stale);
+  ASSERT_FALSE(live.ok());
+  EXPECT_NE(live.error().message.find("another server is listening there"), std::string::npos) << live.error().message;
+  EXPECT_TRUE(std::filesystem::is_socket(stale)) << "the live server's socket file is left alone";
+
+  const std::string regular = SocketPath("not-a-socket");
+  std::ofstream(regular) << "data";
+  HttpListener third(io_, limits_, nothing);
+  Status file = third.ListenUnix(regular);
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error().message.find("not a socket"), std::string::npos) << file.error().message;
+  EXPECT_TRUE(std::filesystem::is_regular_file(regular));
 }
 
 }  // namespace
