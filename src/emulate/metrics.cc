@@ -197,8 +197,8 @@ std::string RenderPrometheusMetrics(std::string_view model_name, const EngineCou
               "How late each engine step ended against its planned instant (modelled mode).",
               requests.step_lag);
   w.Histogram("bakeoff_emulate_step_wake_lag_seconds",
-              "How late the step timer woke the server against the step's planned end (modelled mode); "
-              "the step lag less this is the time spent handing out the step's tokens.",
+              "How late the step timer woke the server against its instant (modelled mode): the step's "
+              "planned end less the lead its tokens are rendered by.",
               requests.step_wake_lag);
   w.Family("bakeoff_emulate_rejected_requests_total", "counter",
            "Generation requests answered 503, by reason.");

@@ -63,7 +63,7 @@ struct RequestMetrics {
   PrometheusHistogram e2e{RequestLatencyBucketsSeconds()};         // arrival -> last token
   PrometheusHistogram queue_time{RequestLatencyBucketsSeconds()};  // arrival -> scheduled
   PrometheusHistogram step_lag{StepLagBucketsSeconds()};  // planned step end -> tokens handed out
-  PrometheusHistogram step_wake_lag{StepLagBucketsSeconds()};  // planned step end -> step timer ran
+  PrometheusHistogram step_wake_lag{StepLagBucketsSeconds()};  // step timer's instant -> it ran
   std::uint64_t finished_stop = 0;
   std::uint64_t finished_length = 0;
   std::uint64_t finished_abort = 0;  // client disconnects, shutdown aborts, stream-error faults

@@ -9,6 +9,11 @@
 //   tokens in modelled mode, up to kInstantBatchBytes of events in instant mode.
 // - Every accepted generation is "open" from acceptance until its last byte is written or its
 //   connection closes; the count of open generations is what a drain waits for.
+// - A step's token events are rendered ahead of its planned end, by a lead learnt from the last
+//   steps' render time (BeginStep), with writes held (HttpServerConnection::HoldWrites); the I/O
+//   thread then waits out the rest of the lead (OnStepDone), and the tokens leave at the step's
+//   end. Rendering 1,024 events takes about a millisecond, which the step's lag would otherwise
+//   carry; vLLM's asynchronous scheduling likewise hides the CPU's part of a step behind the GPU's.
 #include "emulate/server.h"
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
@@ -52,6 +57,11 @@ constexpr std::size_t kInstantBatchBytes = 64 * 1024;
 // When the step timer fires later than this after the planned step end, the next step starts
 // at the actual time (the server fell behind real time) instead of back to back.
 constexpr Nanos kMaxStepLag = std::chrono::milliseconds(10);
+// The render lead (OnStepDone): at most this, and at most half the step, so that a lead learnt
+// on a slow moment cannot block the I/O thread for long.
+constexpr Nanos kMaxRenderLead = std::chrono::milliseconds(3);
+// Added to the lead, so that rendering a little slower than the last steps still ends in time.
+constexpr Nanos kRenderLeadMargin = std::chrono::microseconds(100);
 // After AbortAll, how long the last bytes (error events) may take to be written.
 constexpr Nanos kAbortGrace = std::chrono::seconds(2);
 
@@ -219,6 +229,8 @@ class EmulatorServer::Impl {
   std::uint64_t output_salt_ = 0;
   std::vector<std::weak_ptr<Connection>> idle_waiters_;
   MonoTime step_end_;
+  MonoTime step_wake_at_;             // the step timer's instant: step_end_ less the render lead
+  double render_ns_per_event_ = 0;    // moving average of a step's render time per token event
   std::uint64_t request_base_;
   std::uint64_t requests_ = 0;
   std::uint64_t generation_requests_ = 0;
@@ -944,7 +956,11 @@ void EmulatorServer::Impl::BeginStep(MonoTime start) {
     plan->end = start + Nanos(std::llround(static_cast<double>((plan->end - start).count()) * config_.faults.slow_factor));
   }
   step_end_ = plan->end;
-  step_timer_.expires_at(plan->end);
+  // Render ahead by what the last steps took for as many events, within bounds.
+  const Nanos expected_render(std::llround(render_ns_per_event_ * static_cast<double>(scheduler_.num_running())));
+  const Nanos lead = std::min({expected_render + kRenderLeadMargin, kMaxRenderLead, (plan->end - start) / 2});
+  step_wake_at_ = plan->end - std::max(lead, Nanos{0});
+  step_timer_.expires_at(step_wake_at_);
   step_timer_.async_wait([this](beast::error_code ec) {
     if (ec || stopping_) return;
     OnStepDone();
@@ -952,11 +968,13 @@ void EmulatorServer::Impl::BeginStep(MonoTime start) {
 }
 
 void EmulatorServer::Impl::OnStepDone() {
-  metrics_.step_wake_lag.Observe(ToSeconds(Now() - step_end_));
+  const MonoTime woke = Now();
+  metrics_.step_wake_lag.Observe(ToSeconds(woke - step_wake_at_));
   std::span<const TokenEvent> finished = scheduler_.FinishStep();
   step_events_.assign(finished.begin(), finished.end());
   stats_steps_.fetch_add(1, std::memory_order_relaxed);
-  const MonoTime now = Now();
+  // The tokens' instant: the step's planned end, or now when the step is late.
+  const MonoTime now = std::max(woke, step_end_);
   std::vector<std::shared_ptr<net::HttpServerConnection>>& touched = step_connections_;  // empty
   for (const TokenEvent& event : step_events_) {
     auto it = streams_.find(event.id);
@@ -972,8 +990,16 @@ void EmulatorServer::Impl::OnStepDone() {
       stats_finished_.fetch_add(1, std::memory_order_relaxed);
     }
     if (connection == nullptr) continue;  // its client went away (--fault-ignore-disconnect)
+    connection->HoldWrites();  // until the step's end, below
     connection->OnToken(event, now);
     touched.push_back(connection->shared_from_this());
+  }
+  if (!step_events_.empty()) {
+    const double per_event = static_cast<double>((Now() - woke).count()) / static_cast<double>(step_events_.size());
+    render_ns_per_event_ = render_ns_per_event_ == 0 ? per_event : 0.8 * render_ns_per_event_ + 0.2 * per_event;
+  }
+  // Nothing leaves before the step's planned end: the I/O thread waits out the lead's rest.
+  while (Now() < step_end_) {
   }
   // One write per connection for the whole step.
   if (write_fanout_.FlushAll(touched)) stats_steps_fanned_out_.fetch_add(1, std::memory_order_relaxed);

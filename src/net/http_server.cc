@@ -220,7 +220,7 @@ void HttpServerConnection::StreamHead(std::string_view content_type, std::string
 }
 
 void HttpServerConnection::Flush() {
-  if (PrepareWrite()) StartAsyncWrite();
+  if (!writes_held_ && PrepareWrite()) StartAsyncWrite();
 }
 
 bool HttpServerConnection::PrepareWrite() {
@@ -338,6 +338,7 @@ WriteFanout::~WriteFanout() {
 }
 
 bool WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections) {
+  for (const auto& connection : connections) connection->writes_held_ = false;
   if (helpers_.empty() || connections.size() < kMinConnections) {
     for (const auto& connection : connections) connection->Flush();
     return false;

@@ -87,6 +87,9 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   HttpServerConnection& operator=(const HttpServerConnection&) = delete;
 
   void Start();
+  // Until the next WriteFanout::FlushAll given this connection, Flush() (SendWhole's included)
+  // leaves the pending bytes where they are: for bytes prepared ahead of the instant they may go.
+  void HoldWrites() { writes_held_ = true; }
   // Idempotent. Runs OnClose(), closes the socket and leaves the listener. With `reset`, the
   // close sends a TCP RST instead of a FIN (a crashed process); a Unix socket's peer sees a reset
   // only if it had sent bytes not yet read, an end of stream otherwise.
@@ -132,7 +135,8 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   std::string& data() { return pending_data_; }
   // The stream's last bytes are in data(): they are written, then the response ends.
   void EndResponse() { response_queued_ = true; }
-  // Writes what is pending unless a write is in progress (OnDataWritten follows it).
+  // Writes what is pending unless a write is in progress (OnDataWritten follows it) or writes
+  // are held.
   void Flush();
 
  private:
@@ -163,6 +167,7 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool reading_ = false;
   bool writing_ = false;
+  bool writes_held_ = false;
   bool request_started_ = false;
   MonoTime deadline_;
   // The response in progress.
@@ -203,6 +208,7 @@ class WriteFanout {
   WriteFanout(const WriteFanout&) = delete;
   WriteFanout& operator=(const WriteFanout&) = delete;
 
+  // Releases each connection's held writes (HoldWrites) and writes what it has pending.
   // True when the write threads shared the hand-out; false when it took the one-thread path.
   bool FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections);
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -190,6 +191,7 @@ class BroadcastHandler final : public HttpServerConnection {
       : HttpServerConnection(std::move(socket), limits), closes_(closes), streams_(streams) {}
 
   void Append(std::string_view bytes) { data() += bytes; }
+  void Write() { Flush(); }
   void End() { EndResponse(); }
 
  private:
@@ -289,6 +291,37 @@ TEST_P(WriteFanoutTest, AResetPeerClosesItsConnectionAndTheOthersAreWritten) {
     if (i == 3) continue;
     EXPECT_EQ(clients_[i]->ReadResponse().body, fmt::format("<{}>({})", i, i)) << "stream " << i;
   }
+}
+
+// Bytes prepared ahead of their instant (HoldWrites) stay on the server, Flush and SendWhole
+// notwithstanding, until the FlushAll that hands them out.
+TEST_P(WriteFanoutTest, HeldWritesWaitForTheFlushAll) {
+  constexpr std::size_t kClients = 2;
+  StartBroadcast(kClients);
+  WriteFanout fanout(GetParam());
+  auto unread = [&](std::size_t i) {
+    int bytes = 0;
+    ::ioctl(clients_[i]->fd(), FIONREAD, &bytes);
+    return bytes;
+  };
+  std::vector<int> heads(kClients);
+  for (std::size_t i = 0; i < kClients; ++i) {
+    ASSERT_TRUE(emulate::testing::WaitFor([&] { return unread(i) > 0; }));  // the stream's head
+    heads[i] = unread(i);
+  }
+  OnIoThread([&] {
+    for (auto& connection : streams_) {
+      auto* stream = static_cast<BroadcastHandler*>(connection.get());
+      stream->HoldWrites();
+      stream->Append("ahead");
+      stream->Write();
+    }
+    return 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (std::size_t i = 0; i < kClients; ++i) EXPECT_EQ(unread(i), heads[i]) << "stream " << i;
+  Round(fanout, [](std::size_t) { return std::string(" now"); }, true);
+  for (std::size_t i = 0; i < kClients; ++i) EXPECT_EQ(clients_[i]->ReadResponse().body, "ahead now") << "stream " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, WriteFanoutTest, ::testing::Values(1, 3));
