@@ -254,9 +254,13 @@ TEST(CalibrateTimingTest, TellsAPromptAttendingTheWholeBatchsKv) {
       << notes;
   // The per-token cost is the smallest part of these prompts' time (10 of 45 ms at 512 tokens) and
   // trades against the pair cost over four single-request points among streams at step noise CV
-  // 0.1: 0.019-0.029 in five runs. What the preset is for, the steps below, is held to 15%.
-  EXPECT_NEAR(fitted.prefill_ms_per_token, truth.prefill_ms_per_token, 0.5 * truth.prefill_ms_per_token) << notes;
+  // 0.1, each off by where in a step it arrived: 0.019-0.031 (truth 0.02, mostly high) in ten
+  // runs, so it is held only to a factor of two either way. What the preset is for, the steps
+  // below, is held to 15%.
+  EXPECT_GT(fitted.prefill_ms_per_token, 0.5 * truth.prefill_ms_per_token) << notes;
+  EXPECT_LT(fitted.prefill_ms_per_token, 2 * truth.prefill_ms_per_token) << notes;
   for (const emulate::StepWork& work : {emulate::StepWork{.prefill_tokens = 512, .kv_tokens = 512},
+                                        emulate::StepWork{.prefill_tokens = 2048, .kv_tokens = 2048},
                                         emulate::StepWork{.prefill_tokens = 512, .decode_seqs = 2, .kv_tokens = 512 + 4200}}) {
     const double expected = emulate::StepMillis(truth, work);
     EXPECT_NEAR(emulate::StepMillis(fitted, work), expected, 0.15 * expected) << work.decode_seqs << " streams beside";
