@@ -7,7 +7,7 @@ SHELL := /bin/bash
 DEBIAN_PACKAGES := g++ cmake ninja-build ccache pkg-config clang libclang-rt-14-dev \
   libboost-dev libssl-dev openssl libsimdjson-dev nlohmann-json3-dev libcli11-dev \
   libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev \
-  zlib1g-dev libzstd-dev gzip zstd chromium
+  zlib1g-dev libzstd-dev liburing-dev gzip zstd chromium
 
 # Node.js and npm (Debian's, when the machine has no Node.js of its own: a Node.js from elsewhere
 # brings its own npm, which Debian's npm package would conflict with). npm installs the report's

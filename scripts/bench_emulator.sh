@@ -13,7 +13,9 @@
 #        step costs small enough that the emulator's own work is the limit (e2fast); and the
 #        realistic preset again with the step's writes on two threads over both cores, the
 #        client's core included (e2wide); and the realistic preset served on a Unix-domain socket
-#        instead of TCP (e2unix), whose writes skip the TCP stack.
+#        instead of TCP (e2unix), whose writes skip the TCP stack. e2realsys and e2unixsys are
+#        e2real and e2unix with each step's sends one sendmsg a stream (--no-io-uring), the
+#        baseline of the io_uring batches in the same invocation.
 # Everything listens on 127.0.0.1 and stops by itself (timeouts on every run).
 set -euo pipefail
 # Read whole before it runs (one block that ends in exit), so editing this file mid-run cannot
@@ -108,8 +110,9 @@ histogram_quantile_ms() {
 
 # run_e2 KEY SERVER_CPUS CONCURRENCY REQUESTS OUTPUT_TOKENS SERVER-ARGS...: the server listens on
 # an ephemeral 127.0.0.1 port, or where SERVER-ARGS' --unix-socket says. Facts KEY.server_args,
-# KEY.server_cpus, KEY.client_args, KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms
-# / _p99_ms (bucket upper bounds; "inf" past the last), KEY.step_lag_mean_ms, KEY.server_cpu_pct
+# KEY.server_cpus, KEY.writes (io_uring batches or sendmsg, and why), KEY.client_args,
+# KEY.output_tokens_per_s, KEY.tpot_p50_ms, KEY.step_lag_p50_ms / _p99_ms (bucket upper bounds;
+# "inf" past the last), KEY.step_lag_mean_ms, KEY.server_cpu_pct
 # (of one core) and KEY.server_cpu_ms_per_step / KEY.client_cpu_ms_per_step (CPU time over the
 # server's steps; the client's whole run, start-up and report included); a failure unless every
 # request was ok. The client runs on CPU 1.
@@ -140,6 +143,14 @@ run_e2() {
   if [ "$ok" != "$requests" ]; then failure "$section" "($key) $ok of $requests requests ok"; return; fi
   fact "$section" "$key.server_args" "${*//$work\//}"
   fact "$section" "$key.server_cpus" "$cpus"
+  # How the steps' sends went: the server says so after its listening line when not in batches.
+  local writes="io_uring batches"
+  if [[ " $* " == *" --no-io-uring "* ]]; then
+    writes="one sendmsg a stream"
+  elif grep -q "writes go one sendmsg each" "$work/server.log"; then
+    writes="one sendmsg a stream: $(grep -o 'each ([^)]*)' "$work/server.log" | head -n 1)"
+  fi
+  fact "$section" "$key.writes" "$writes"
   fact "$section" "$key.client_args" "$client_args"
   fact "$section" "$key.concurrency" "$concurrency"
   fact "$section" "$key.output_tokens_per_s" "$(jq -r '.steps[0].throughput.output_tokens_per_s' "$summary")"
@@ -158,10 +169,14 @@ run_e2() {
 log "(e2) real-time emulator"
 # shellcheck disable=SC2086
 run_e2 e2real 0 $e2real_load $e2real_server
+# shellcheck disable=SC2086  # the baseline: one sendmsg a stream instead of io_uring batches
+run_e2 e2realsys 0 $e2real_load $e2real_server --no-io-uring
 # shellcheck disable=SC2086
 run_e2 e2wide 0,1 $e2real_load $e2real_server --write-threads 2
 # shellcheck disable=SC2086
 run_e2 e2unix 0 $e2real_load $e2real_server --unix-socket "$work/e2.sock"
+# shellcheck disable=SC2086
+run_e2 e2unixsys 0 $e2real_load $e2real_server --unix-socket "$work/e2.sock" --no-io-uring
 # shellcheck disable=SC2086
 run_e2 e2fast 0 $e2fast_load $e2fast_server
 section_end "$section"

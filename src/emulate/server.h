@@ -125,8 +125,11 @@ struct EmulatorConfig {
   // Output tokens per SSE event (the last event of a stream may carry fewer). >= 1.
   std::int64_t tokens_per_event = 1;
   // Threads that write a step's tokens to the streams (the I/O thread and write_threads - 1
-  // helpers; net/http_server.h WriteFanout): on loopback one thread needs about 9 us a stream.
+  // helpers; net/http_server.h WriteFanout): on loopback one thread needs 6-8 us a stream.
   int write_threads = 1;
+  // A step's sends go to the kernel in io_uring batches where it allows (net/socket_batch.h);
+  // false: one sendmsg each.
+  bool io_uring_writes = true;
   // While a stream has written nothing for this long (e.g. queued), write the SSE comment
   // ": keep-alive". 0 = never.
   Nanos keepalive_comments{0};
@@ -193,6 +196,9 @@ class EmulatorServer {
   // The bound port (the ephemeral one when config.port was 0).
   std::uint16_t port() const;
   const EmulatorConfig& config() const;
+  // Empty when a step's sends go in io_uring batches; otherwise why they go one sendmsg each
+  // ("turned off", or the kernel's refusal of a ring), as at start-up.
+  const std::string& unbatched_writes() const;
 
   // Graceful shutdown: closes the listener, answers every new request (on open keep-alive
   // connections) with 503 and /health with 503, lets the generations in flight finish for up to

@@ -256,28 +256,25 @@ void HttpServerConnection::StartAsyncWrite() {
                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnWrite(ec); });
 }
 
-void HttpServerConnection::SendPrepared() {
-  std::array<iovec, std::tuple_size_v<decltype(write_buffers_)>> iov{};
+SendSlot HttpServerConnection::PreparedSend() {
   for (std::size_t i = 0; i < write_buffer_count_; ++i) {
-    iov[i] = {const_cast<void*>(write_buffers_[i].data()), write_buffers_[i].size()};
+    send_iov_[i] = {const_cast<void*>(write_buffers_[i].data()), write_buffers_[i].size()};
   }
-  msghdr message{};
-  message.msg_iov = iov.data();
-  message.msg_iovlen = write_buffer_count_;
-  const ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-  sent_now_ = sent < 0 ? 0 : static_cast<std::size_t>(sent);
-  send_errno_ = sent < 0 ? errno : 0;
+  send_message_ = {};
+  send_message_.msg_iov = send_iov_.data();
+  send_message_.msg_iovlen = write_buffer_count_;
+  return {socket_.native_handle(), &send_message_};
 }
 
-void HttpServerConnection::CompleteSend() {
+void HttpServerConnection::CompleteSend(long result) {
   auto complete = [this](beast::error_code ec) {
     asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->OnWrite(ec); });
   };
-  if (send_errno_ != 0 && send_errno_ != EAGAIN && send_errno_ != EWOULDBLOCK && send_errno_ != EINTR) {
-    return complete(beast::error_code(send_errno_, boost::system::system_category()));
+  if (result < 0 && result != -EAGAIN && result != -EWOULDBLOCK && result != -EINTR) {
+    return complete(beast::error_code(static_cast<int>(-result), boost::system::system_category()));
   }
   // Drop what left from the front; the rest (the socket's buffer was full) goes as usual.
-  std::size_t sent = sent_now_;
+  std::size_t sent = result < 0 ? 0 : static_cast<std::size_t>(result);
   std::size_t first = 0;
   while (first < write_buffer_count_ && sent >= write_buffers_[first].size()) {
     sent -= write_buffers_[first].size();
@@ -324,7 +321,7 @@ void HttpServerConnection::FinishResponse() {
 
 // --- WriteFanout ---
 
-WriteFanout::WriteFanout(int threads) {
+WriteFanout::WriteFanout(int threads, bool io_uring) : io_uring_(io_uring), sender_(io_uring) {
   for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
 }
 
@@ -339,34 +336,41 @@ WriteFanout::~WriteFanout() {
 
 bool WriteFanout::FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections) {
   for (const auto& connection : connections) connection->writes_held_ = false;
-  if (helpers_.empty() || connections.size() < kMinConnections) {
+  if (connections.size() < 2) {
     for (const auto& connection : connections) connection->Flush();
     return false;
   }
   batch_.clear();
+  slots_.clear();
   for (const auto& connection : connections) {
-    if (connection->PrepareWrite()) batch_.push_back(connection.get());
+    if (!connection->PrepareWrite()) continue;
+    batch_.push_back(connection.get());
+    slots_.push_back(connection->PreparedSend());
   }
-  {
-    std::lock_guard lock(mutex_);
-    next_.store(0, std::memory_order_relaxed);
-    ++generation_;
-    open_ = true;
-  }
-  start_.notify_all();
-  SendShare();
-  {
+  const bool shared = !helpers_.empty() && batch_.size() >= kMinConnections;
+  if (shared) {
+    {
+      std::lock_guard lock(mutex_);
+      next_.store(0, std::memory_order_relaxed);
+      ++generation_;
+      open_ = true;
+    }
+    start_.notify_all();
+    SendShare(sender_);
     // Every share is taken; wait for the helpers still sending theirs, not for those not yet
     // awake (a busy core may not run them for milliseconds): they skip this hand-out.
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return helpers_sending_ == 0; });
     open_ = false;
+  } else {
+    sender_.Send(slots_);
   }
-  for (HttpServerConnection* connection : batch_) connection->CompleteSend();
-  return true;
+  for (std::size_t i = 0; i < batch_.size(); ++i) batch_[i]->CompleteSend(slots_[i].result);
+  return shared;
 }
 
 void WriteFanout::HelperLoop() {
+  SocketBatchSender sender(io_uring_);
   std::uint64_t seen = 0;
   for (;;) {
     {
@@ -376,20 +380,19 @@ void WriteFanout::HelperLoop() {
       seen = generation_;
       ++helpers_sending_;
     }
-    SendShare();
+    SendShare(sender);
     std::lock_guard lock(mutex_);
     if (--helpers_sending_ == 0) done_.notify_one();
   }
 }
 
-void WriteFanout::SendShare() {
-  // Small shares taken in turn, so a thread that wakes late takes less.
-  constexpr std::size_t kShare = 8;
+void WriteFanout::SendShare(SocketBatchSender& sender) {
+  // Shares taken in turn, so a thread that wakes late takes less.
+  constexpr std::size_t kShare = 16;
   for (;;) {
     const std::size_t first = next_.fetch_add(kShare, std::memory_order_relaxed);
-    if (first >= batch_.size()) return;
-    const std::size_t end = std::min(batch_.size(), first + kShare);
-    for (std::size_t i = first; i < end; ++i) batch_[i]->SendPrepared();
+    if (first >= slots_.size()) return;
+    sender.Send(std::span(slots_).subspan(first, std::min(kShare, slots_.size() - first)));
   }
 }
 

@@ -28,6 +28,9 @@
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -53,6 +56,7 @@
 
 #include "core/clock.h"
 #include "core/result.h"
+#include "net/socket_batch.h"
 
 namespace bakeoff::net {
 
@@ -152,10 +156,11 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   // write is in progress.
   bool PrepareWrite();
   void StartAsyncWrite();
-  // WriteFanout's part: one non-blocking sendmsg of the prepared buffers, from any thread while
-  // the I/O thread waits; then, back on the I/O thread, what is left goes as an ordinary write.
-  void SendPrepared();
-  void CompleteSend();
+  // WriteFanout's part: the prepared buffers as one message, sent (SocketBatchSender) from any
+  // thread while the I/O thread waits; then, back on the I/O thread, the send's result (bytes or
+  // -errno) is taken and what is left goes as an ordinary write.
+  SendSlot PreparedSend();
+  void CompleteSend(long result);
   void OnWrite(boost::system::error_code ec);
   void FinishResponse();
 
@@ -184,18 +189,19 @@ class HttpServerConnection : public std::enable_shared_from_this<HttpServerConne
   std::array<char, 20> chunk_line_{};
   std::array<boost::asio::const_buffer, 5> write_buffers_;  // the write in flight references these
   std::size_t write_buffer_count_ = 0;
-  std::size_t sent_now_ = 0;  // SendPrepared's result: the bytes it sent, and its errno (0 = none)
-  int send_errno_ = 0;
+  std::array<iovec, std::tuple_size_v<decltype(write_buffers_)>> send_iov_{};  // PreparedSend's message
+  msghdr send_message_{};
 };
 
-// Writes many connections' pending bytes at once, spread over threads: an engine step hands its
-// tokens to every stream together, and on loopback each socket write also runs the receiver's
-// TCP receive path on the writing core (about 9 us a write on a 2-core VM), so one thread needs
-// ~9 ms to hand a step out to 1,024 streams. With `threads` > 1 the calling (I/O) thread and
-// threads - 1 helpers each send a share, one non-blocking sendmsg per connection; what a full
-// socket buffer did not take is then written the ordinary way on the I/O thread, and each
-// write's completion runs there as Flush()'s would. Below kMinConnections, or with one thread,
-// it is Flush() on each.
+// Writes many connections' pending bytes at once: an engine step hands its tokens to every
+// stream together, and on loopback each socket write also runs the receiver's TCP receive path
+// on the writing core (4-6 us a write on a 2-core VM, 2 us more for the system call), so one
+// thread needs 6-8 ms to hand a step out to 1,024 streams. The sends go in io_uring batches where
+// the kernel allows (SocketBatchSender, unless `io_uring` is false), one system call for up to
+// 256 of them. With `threads` > 1 and at least kMinConnections to write, the calling (I/O)
+// thread and threads - 1 helpers each send a share. A send never blocks: what a full socket
+// buffer did not take is then written the ordinary way on the I/O thread, and each write's
+// completion runs there as Flush()'s would. For one connection it is Flush().
 // Threading: FlushAll is called on the I/O thread. It waits for the helpers that took part in
 // the hand-out before it returns (not for one not yet awake, which then skips it), so nothing else
 // touches the connections meanwhile.
@@ -203,21 +209,30 @@ class WriteFanout {
  public:
   static constexpr std::size_t kMinConnections = 64;
 
-  explicit WriteFanout(int threads);
+  explicit WriteFanout(int threads, bool io_uring = true);
   ~WriteFanout();
   WriteFanout(const WriteFanout&) = delete;
   WriteFanout& operator=(const WriteFanout&) = delete;
 
   // Releases each connection's held writes (HoldWrites) and writes what it has pending.
-  // True when the write threads shared the hand-out; false when it took the one-thread path.
+  // True when the write threads shared the hand-out; false when the I/O thread sent it alone.
   bool FlushAll(std::span<const std::shared_ptr<HttpServerConnection>> connections);
+
+  // Opens the I/O thread's sender (its io_uring ring) on the calling thread, which must be the
+  // I/O thread (SocketBatchSender says why); the first FlushAll does it otherwise.
+  void Open() { sender_.Open(); }
+  // The I/O thread's sender: after Open, whether its sends go in io_uring batches, and if not why.
+  const SocketBatchSender& sender() const { return sender_; }
 
  private:
   void HelperLoop();
-  void SendShare();
+  void SendShare(SocketBatchSender& sender);
 
+  const bool io_uring_;
+  SocketBatchSender sender_;
   std::vector<std::thread> helpers_;
   std::vector<HttpServerConnection*> batch_;
+  std::vector<SendSlot> slots_;  // batch_'s sends, index for index
   std::atomic<std::size_t> next_{0};
   std::mutex mutex_;
   std::condition_variable start_;

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -78,6 +83,29 @@ TEST(EmulatorServerTest, StartsOnAnEphemeralPortAndStops) {
   EXPECT_NE(server->port(), 0);
   server->Stop();
   server->Stop();  // idempotent
+}
+
+// The server's io_uring ring is made on its I/O thread (net/socket_batch.h). Made on the thread
+// that starts the server, the kernel would interrupt that thread when the ring is torn down, and
+// a blocking receive with a timeout there would fail with EINTR instead of waiting it out.
+TEST(EmulatorServerTest, StoppingDoesNotInterruptTheStartingThreadsBlockingCalls) {
+  for (int round = 0; round < 3; ++round) {
+    auto server = StartOrDie(FastConfig());
+    ASSERT_TRUE(server);
+    server->Stop();
+    server.reset();
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    const timeval wait{0, 300'000};
+    ::setsockopt(fds[0], SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char byte = 0;
+    const ssize_t got = ::recv(fds[0], &byte, 1, 0);
+    const int error = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    EXPECT_EQ(got, -1);
+    EXPECT_TRUE(error == EAGAIN || error == EWOULDBLOCK) << "round " << round << ": " << std::strerror(error);
+  }
 }
 
 TEST(EmulatorServerTest, RejectsInvalidConfigAndBusyPort) {

@@ -68,6 +68,7 @@ class TestConnection {
   bool Send(std::string_view bytes) {
     while (!bytes.empty()) {
       ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
@@ -75,9 +76,14 @@ class TestConnection {
   }
 
   // Appends whatever arrives next to `out`; returns bytes read, 0 on EOF, -1 on error/timeout.
+  // An interrupted wait is waited again: with a receive timeout the kernel does not restart it,
+  // and a thread that made an io_uring ring is interrupted when the ring is torn down.
   ssize_t ReadSome(std::string& out) {
     char buf[16384];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    ssize_t n;
+    do {
+      n = ::recv(fd_, buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
     if (n > 0) out.append(buf, static_cast<std::size_t>(n));
     return n;
   }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/local/stream_protocol.hpp>
@@ -209,7 +210,8 @@ class BroadcastHandler final : public HttpServerConnection {
   std::vector<std::shared_ptr<HttpServerConnection>>& streams_;
 };
 
-class WriteFanoutTest : public HttpServerTest, public ::testing::WithParamInterface<int> {
+// Parameters: the write threads, and whether sends go in io_uring batches.
+class WriteFanoutTest : public HttpServerTest, public ::testing::WithParamInterface<std::tuple<int, bool>> {
  protected:
   // Runs `f` on the I/O thread and returns its result.
   template <typename F>
@@ -249,13 +251,13 @@ class WriteFanoutTest : public HttpServerTest, public ::testing::WithParamInterf
 };
 
 // Every stream gets its bytes whole and in order, one chunk a round, whether a round went out in
-// one sendmsg or, past a full socket buffer, partly then the ordinary way; with one thread (no
-// fan-out) and with three.
+// one send or, past a full socket buffer, partly then the ordinary way; with one thread (no
+// fan-out) and with three, the sends batched in io_uring and one sendmsg each.
 TEST_P(WriteFanoutTest, EveryStreamGetsItsBytesInOrderThroughFullSocketBuffers) {
   constexpr std::size_t kClients = WriteFanout::kMinConnections + 36;
   constexpr int kRounds = 12;
   StartBroadcast(kClients);
-  WriteFanout fanout(GetParam());
+  WriteFanout fanout(std::get<0>(GetParam()), std::get<1>(GetParam()));
   std::vector<std::string> expected(kClients);
   for (int round = 0; round < kRounds; ++round) {
     auto bytes = [&](std::size_t i) {
@@ -280,7 +282,7 @@ TEST_P(WriteFanoutTest, EveryStreamGetsItsBytesInOrderThroughFullSocketBuffers) 
 TEST_P(WriteFanoutTest, AResetPeerClosesItsConnectionAndTheOthersAreWritten) {
   constexpr std::size_t kClients = WriteFanout::kMinConnections + 8;
   StartBroadcast(kClients);
-  WriteFanout fanout(GetParam());
+  WriteFanout fanout(std::get<0>(GetParam()), std::get<1>(GetParam()));
   Round(fanout, [](std::size_t i) { return fmt::format("<{}>", i); }, false);
   const linger reset{1, 0};
   ASSERT_EQ(::setsockopt(clients_[3]->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
@@ -298,7 +300,7 @@ TEST_P(WriteFanoutTest, AResetPeerClosesItsConnectionAndTheOthersAreWritten) {
 TEST_P(WriteFanoutTest, HeldWritesWaitForTheFlushAll) {
   constexpr std::size_t kClients = 2;
   StartBroadcast(kClients);
-  WriteFanout fanout(GetParam());
+  WriteFanout fanout(std::get<0>(GetParam()), std::get<1>(GetParam()));
   auto unread = [&](std::size_t i) {
     int bytes = 0;
     ::ioctl(clients_[i]->fd(), FIONREAD, &bytes);
@@ -324,7 +326,11 @@ TEST_P(WriteFanoutTest, HeldWritesWaitForTheFlushAll) {
   for (std::size_t i = 0; i < kClients; ++i) EXPECT_EQ(clients_[i]->ReadResponse().body, "ahead now") << "stream " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, WriteFanoutTest, ::testing::Values(1, 3));
+INSTANTIATE_TEST_SUITE_P(ThreadsAndSends, WriteFanoutTest, ::testing::Combine(::testing::Values(1, 3), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<int, bool>>& sends) {
+                           return fmt::format("{}Threads{}", std::get<0>(sends.param),
+                                              std::get<1>(sends.param) ? "IoUring" : "Sendmsg");
+                         });
 
 TEST_F(HttpServerTest, ListenRefusesAHostThatIsNotAnAddress) {
   HttpListener listener(io_, limits_, [](StreamSocket) -> std::shared_ptr<HttpServerConnection> {
