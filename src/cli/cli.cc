@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+
+#include "core/json_text.h"
 
 namespace bakeoff::cli {
 
@@ -52,6 +55,11 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "bakeoff: %s\n", e.what());
     return kExitUsage;
+  } catch (const std::exception& e) {
+    // The last resort: a command's own handlers name the phase; this keeps an escaped exception
+    // a one-line error and exit 1 instead of std::terminate.
+    std::fprintf(stderr, "bakeoff: internal error: %s\n", ValidUtf8(e.what()).c_str());
+    return kExitFailure;
   }
   return exit_code;
 }

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/load_flags.h"
 #include "core/file.h"
+#include "core/json_dump.h"
 #include "report/compare.h"
 #include "report/report_folder.h"
 
@@ -55,12 +56,12 @@ int RunCompareCommand(const CompareFlags& f) {
   const std::filesystem::path out = std::filesystem::path(f.out.empty() ? f.new_dir : f.out) / "compare.json";
   std::error_code ec;
   std::filesystem::create_directories(out.parent_path(), ec);
-  if (Status written = WriteFileAtomically(out, document.dump(2) + "\n"); !written.ok()) {
+  if (Status written = WriteFileAtomically(out, DumpJson(document, 2)); !written.ok()) {
     return fail(written.error().message, kExitFailure);
   }
   Result<std::filesystem::path> page = report::WriteComparePage(comparison.value(), out.parent_path() / "compare.html");
   if (!page.ok()) return fail(page.error().message, kExitFailure);
-  fmt::print("{}", f.json ? document.dump(2) + "\n" : report::CompareTable(comparison.value()));
+  fmt::print("{}", f.json ? DumpJson(document, 2) : report::CompareTable(comparison.value()));
   fmt::print(stderr, "bakeoff compare: {}\nbakeoff compare: {}\n", out.string(), page->string());
   return comparison->Regressed() ? kExitRegressed : kExitOk;
 }

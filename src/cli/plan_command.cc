@@ -13,6 +13,7 @@
 #include "cli/simulate_setup.h"
 #include "cli/stop_signals.h"
 #include "core/file.h"
+#include "core/json_dump.h"
 #include "run/fleet_plan.h"
 #include "workload/fingerprint.h"
 #include "workload/synthesis.h"
@@ -129,7 +130,7 @@ int RunPlanCommand(PlanFlags flags) {
   std::error_code ec;
   std::filesystem::create_directories(config.load.out_dir, ec);
   const std::filesystem::path out = config.load.out_dir / "plan.json";
-  if (Status written = WriteFileAtomically(out, json.dump(2) + "\n"); !written.ok()) {
+  if (Status written = WriteFileAtomically(out, DumpJson(json, 2)); !written.ok()) {
     return fail("cannot write " + out.string() + ": " + written.error().message, kExitFailure);
   }
   fmt::print("{}", run::FormatFleetPlan(plan.value()));

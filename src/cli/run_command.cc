@@ -16,6 +16,7 @@
 #include "cli/load_flags.h"
 #include "cli/stop_signals.h"
 #include "core/file.h"
+#include "core/json_text.h"
 #include "report/report_folder.h"
 #include "report/study_report.h"
 #include "study/runner.h"
@@ -65,13 +66,13 @@ int RunStudyCommand(const RunFlags& flags) {
   std::fflush(stdout);  // before the progress lines on stderr
   StopSignals stop;
   stop.OnImmediateExit(target::KillEveryLaunchedGroup);
-  auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff run: {}\n", line); };
+  auto log = [](const std::string& line) { fmt::print(stderr, "bakeoff run: {}\n", ValidUtf8(line)); };
   Result<study::StudyResults> results = study::RunStudy(s, options, stop.flag(), log);
   if (!results.ok()) {
     return fail(results.error().code == ErrorCode::kInvalidInput ? kExitUsage : kExitFailure, results.error().message);
   }
   const std::filesystem::path report = options.out_dir / "report.md";
-  Status written = WriteFileAtomically(report, report::StudyMarkdown(results.value()));
+  Status written = WriteFileAtomically(report, ValidUtf8(report::StudyMarkdown(results.value())));
   fmt::print("\n{}\n", report::StudySummaryText(results.value()));
   fmt::print("bundle: {} (verdict.json, report.md, gate.json, manifest.json)\n", options.out_dir.string());
   if (!written.ok()) return fail(kExitFailure, written.error().message);

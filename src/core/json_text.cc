@@ -78,6 +78,34 @@ std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
   return 0;
 }
 
+std::string ValidUtf8(std::string_view text, std::size_t* replaced) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (const std::size_t n = Utf8SequenceLength(text, i); n != 0) {
+      out.append(text.data() + i, n);
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++count;
+      ++i;
+    }
+  }
+  if (replaced != nullptr) *replaced += count;
+  return out;
+}
+
+std::string_view Utf8Prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  // Back off over continuation bytes (10xxxxxx) to the start of the character the cut lands in;
+  // a sequence is at most 4 bytes, so more than 3 of them in a row are not one character.
+  for (int step = 0; step < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++step) --cut;
+  if ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) cut = max_bytes;  // not UTF-8 anyway
+  return text.substr(0, cut);
+}
+
 void AppendJsonString(std::string& out, std::string_view text) {
   out.push_back('"');
   const char* data = text.data();

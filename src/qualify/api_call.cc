@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "net/event_loop.h"
 #include "net/sse.h"
 
@@ -58,7 +60,7 @@ std::string ApiCall::Describe() const {
   std::string text = fmt::format("HTTP {}", status);
   if (!Success()) {
     const std::optional<std::string> message = ErrorMessage();
-    text += message ? ": " + *message : fmt::format(" (no error body: {})", body.substr(0, 120));
+    text += message ? ": " + *message : fmt::format(" (no error body: {})", Utf8Prefix(body, 120));
   }
   return text;
 }
@@ -141,7 +143,7 @@ nlohmann::json GreedyBody(const std::string& model, dialect::Api api, const std:
 }
 
 std::string Dump(const nlohmann::json& doc) {
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return DumpJson(doc, -1);
 }
 
 }  // namespace bakeoff::qualify

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "qualify/api_call.h"
 #include "qualify/json_schema.h"
 #include "qualify/probes.h"
@@ -547,7 +548,7 @@ class Compatibility {
     if (!doc) {
       Fail(name, Severity::kWarning, "json_schema_failed",
            fmt::format("the output is not JSON (finish_reason \"{}\"): {}", decoded->finish_reason,
-                       decoded->content.substr(0, 120)),
+                       Utf8Prefix(decoded->content, 120)),
            {call.evidence});
       return;
     }

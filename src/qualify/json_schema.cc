@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "core/json_dump.h"
+#include "core/json_text.h"
+
 namespace bakeoff::qualify {
 namespace {
 
@@ -44,8 +47,8 @@ std::string TypeOf(const json& value) {
 }
 
 std::string Short(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  std::string text = DumpJson(value, -1);
+  if (text.size() > 60) text = std::string(Utf8Prefix(text, 57)) + "...";
   return text;
 }
 

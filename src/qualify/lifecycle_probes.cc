@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "dialect/codec.h"
 #include "qualify/probes.h"
 #include "qualify/stream_batch.h"
@@ -193,7 +195,7 @@ void ProbeColdStart(ProbeContext& context, ProbeResult& result) {
   }
   const target::LaunchedProcess& process = *context.candidate.process();
   std::vector<std::string> evidence = {
-      context.evidence.Write("timeline.json", TimelineJson(t).dump(2) + "\n"),
+      context.evidence.Write("timeline.json", DumpJson(TimelineJson(t), 2)),
       context.evidence.Relative(process.stdout_path()),
       context.evidence.Relative(process.stderr_path())};
   if (t.port_open) result.Measure("port_open", Since(t.spawned, *t.port_open), "s");
@@ -216,7 +218,7 @@ void ProbeColdStart(ProbeContext& context, ProbeResult& result) {
     result.Measure("phase_" + phase, Since(phase_start, line->at), "s");
     result.AddCheck("phase " + phase, CheckStatus::kPass,
                     fmt::format("ended at {:.2f} s: {}", Since(t.spawned, line->at),
-                                line->text.substr(0, 200)));
+                                Utf8Prefix(line->text, 200)));
     phase_start = line->at;
   }
   if (!t.ended.empty()) {
@@ -255,7 +257,7 @@ void ProbeReadiness(ProbeContext& context, ProbeResult& result) {
       return;
     }
     const std::string timeline =
-        context.evidence.Write("timeline.json", TimelineJson(t).dump(2) + "\n");
+        context.evidence.Write("timeline.json", DumpJson(TimelineJson(t), 2));
     if (!t.health_ready || !t.first_answer) {
       result.Find(Severity::kDisqualifying, "never_ready",
                   fmt::format("start-up never completed (health {}, answers {}){}",
@@ -320,7 +322,7 @@ void ProbeReadiness(ProbeContext& context, ProbeResult& result) {
   j["streams"] = records.size();
   j["health_latencies_ms"] = busy.latencies_ms;
   j["not_ok"] = busy.not_ok;
-  const std::string evidence = context.evidence.Write("health_under_load.json", j.dump(2) + "\n");
+  const std::string evidence = context.evidence.Write("health_under_load.json", DumpJson(j, 2));
   if (busy.not_ok > 0 ||
       std::chrono::duration<double, std::milli>(kHealthSlow).count() < busy.worst_ms) {
     result.Find(
@@ -357,7 +359,7 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
       health_not_ready = std::chrono::steady_clock::now();
     if (new_request.empty() && std::chrono::steady_clock::now() - sigterm > milliseconds(200)) {
       const target::GenerationAnswer answer = candidate.Generate("Hello", 1, seconds(2));
-      new_request = answer.ok ? "served" : "refused: " + answer.error.substr(0, 160);
+      new_request = answer.ok ? "served" : "refused: " + std::string(Utf8Prefix(answer.error, 160));
     }
     std::this_thread::sleep_for(milliseconds(20));
   }
@@ -405,7 +407,7 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
                                       ? nlohmann::json(Seconds(*health_not_ready - sigterm))
                                       : nlohmann::json(nullptr);
   j["new_request"] = new_request;
-  const std::string evidence = context.evidence.Write("drain.json", j.dump(2) + "\n");
+  const std::string evidence = context.evidence.Write("drain.json", DumpJson(j, 2));
   result.Measure("drain_time", Seconds(drain), "s");
   result.Measure("streams_completed", static_cast<double>(completed), "streams");
   result.Measure("streams_errored", static_cast<double>(errored), "streams");

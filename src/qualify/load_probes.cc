@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include "core/json_dump.h"
 #include "dialect/openai.h"
 #include "qualify/metrics_scrape.h"
 #include "qualify/probes.h"
@@ -198,7 +199,7 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
                               recovery.after_s, n, phase.name));
     }
   }
-  const std::string evidence = context.evidence.Write("cancellation.json", j.dump(2) + "\n");
+  const std::string evidence = context.evidence.Write("cancellation.json", DumpJson(j, 2));
   for (Finding& finding : result.findings) finding.evidence.push_back(evidence);
 }
 
@@ -354,7 +355,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
           {exchange});
     }
   }
-  const std::string evidence = context.evidence.Write("overload.json", j.dump(2) + "\n");
+  const std::string evidence = context.evidence.Write("overload.json", DumpJson(j, 2));
   for (Finding& finding : result.findings) finding.evidence.push_back(evidence);
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
 #include "dialect/openai.h"
 #include "qualify/metrics_scrape.h"
 #include "qualify/probes.h"
@@ -111,7 +112,7 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                   fmt::format("{} did not move for a completed request", family->family));
     }
   }
-  const std::string evidence = context.evidence.Write("signals.json", j.dump(2) + "\n");
+  const std::string evidence = context.evidence.Write("signals.json", DumpJson(j, 2));
   if (!missing_essential.empty()) {
     result.Find(Severity::kWarning, "missing_signals",
                 fmt::format("no metric for: {} (an operator needs these to run it)",

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "qualify/probes.h"
 
 namespace bakeoff::qualify {
@@ -15,18 +17,12 @@ namespace {
 constexpr std::size_t kEvidenceBodyBytes = 64 * 1024;
 constexpr Nanos kAttachWait = std::chrono::seconds(10);
 
-std::string Cut(std::string_view text) {
-  if (text.size() <= kEvidenceBodyBytes) return std::string(text);
-  return fmt::format("{}... [{} more bytes]", text.substr(0, kEvidenceBodyBytes),
-                     text.size() - kEvidenceBodyBytes);
-}
-
-// JSON strings must be UTF-8; evidence bodies may not be (the bad-input battery sends invalid
-// UTF-8).
+// An evidence body as a JSON string: cut at a character boundary past kEvidenceBodyBytes, and
+// valid UTF-8 (the bad-input battery sends invalid UTF-8, and servers answer with anything).
 nlohmann::json Text(std::string_view text) {
-  const std::string literal =
-      nlohmann::json(Cut(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return nlohmann::json::parse(literal);
+  const std::string_view kept = Utf8Prefix(text, kEvidenceBodyBytes);
+  if (kept.size() == text.size()) return ValidUtf8(text);
+  return fmt::format("{}... [{} more bytes]", ValidUtf8(kept), text.size() - kept.size());
 }
 
 bool Selected(const ProbeRunOptions& options, std::string_view name) {
@@ -78,7 +74,8 @@ const char* VerdictName(Verdict verdict) {
 
 void ProbeResult::Find(Severity severity, std::string code, std::string message,
                        std::vector<std::string> evidence) {
-  findings.push_back({severity, name + "." + code, std::move(message), std::move(evidence)});
+  // Messages quote what the server sent; they are kept valid UTF-8 for every writer after this.
+  findings.push_back({severity, name + "." + code, ValidUtf8(message), std::move(evidence)});
 }
 
 void ProbeResult::Measure(std::string measurement, double value, std::string unit) {
@@ -123,7 +120,7 @@ std::string Evidence::WriteExchange(const std::string& name, const std::string& 
   if (!error.empty()) j["error"] = Text(error);
   j["took_ms"] = std::chrono::duration<double, std::milli>(took).count();
   return Write(name + ".json",
-               j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+               DumpJson(j, 2));
 }
 
 const std::vector<ProbeInfo>& AllProbes() {

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+#include "core/json_text.h"
+
 namespace bakeoff::qualify {
 namespace {
 
@@ -51,7 +54,7 @@ std::string ProbesJson(const ProbeRun& run, const ProbedTarget& target) {
     }
     j["probes"].push_back(std::move(probe));
   }
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2);
 }
 
 std::string FormatProbeTable(const ProbeRun& run, const ProbedTarget& target) {
@@ -64,12 +67,12 @@ std::string FormatProbeTable(const ProbeRun& run, const ProbedTarget& target) {
     std::string first = r.not_run_reason;
     if (first.empty() && !r.findings.empty())
       first = r.findings.front().code + ": " + r.findings.front().message;
-    if (first.size() > 110) first = first.substr(0, 107) + "...";
+    if (first.size() > 110) first = std::string(Utf8Prefix(first, 107)) + "...";
     out += fmt::format("{:<15} {:<8} {:>6.1f}s  {}\n", r.name, VerdictName(r.verdict),
                        std::chrono::duration<double>(r.took).count(), first);
     for (std::size_t i = 1; i < r.findings.size(); ++i) {
       std::string more = r.findings[i].code + ": " + r.findings[i].message;
-      if (more.size() > 110) more = more.substr(0, 107) + "...";
+      if (more.size() > 110) more = std::string(Utf8Prefix(more, 107)) + "...";
       out += fmt::format("{:<33} {}\n", "", more);
     }
   }

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "qualify/json_schema.h"
 
 namespace bakeoff::qualify {
@@ -50,9 +52,9 @@ std::string Lower(std::string_view text) {
 }
 
 std::string Quote(std::string_view text) {
-  std::string cut(text.substr(0, 80));
+  std::string cut(Utf8Prefix(text, 80));
   if (text.size() > 80) cut += "...";
-  return json(cut).dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(json(cut), -1);
 }
 
 std::optional<Scorer> ScorerFromName(std::string_view name) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/json_dump.h"
 
 namespace bakeoff::report {
 namespace assets {
@@ -60,7 +61,7 @@ std::string HtmlPage(std::string_view title, const nlohmann::json& data) {
   page += assets::PageCss();
   page += "\n</style>\n</head>\n<body>\n<div id=\"page\"></div>\n";
   page += "<script type=\"application/json\" id=\"bakeoff-data\">";
-  page += ScriptSafe(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  page += ScriptSafe(DumpJson(data, -1));
   page += "</script>\n<script>\n";
   page += assets::UplotJs();
   page += "\n</script>\n<script>\n";

@@ -8,6 +8,7 @@
 #include "report/study_data.h"
 #include "report/study_report.h"
 #include "core/file.h"
+#include "core/json_text.h"
 #include "study/bundle_reader.h"
 
 namespace bakeoff::report {
@@ -70,7 +71,7 @@ Result<std::vector<fs::path>> RenderResultsFolder(const fs::path& dir) {
     Result<study::StudyResults> results = study::ReadBundle(dir);
     if (!results) return results.error();
     const fs::path record = dir / "report.md";
-    if (Status written = WriteFileAtomically(record, StudyMarkdown(results.value())); !written) return written.error();
+    if (Status written = WriteFileAtomically(record, ValidUtf8(StudyMarkdown(results.value()))); !written) return written.error();
     Result<fs::path> page = WriteStudyReport(dir);
     if (!page) return page.error();
     return std::vector<fs::path>{record, page.value()};

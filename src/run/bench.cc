@@ -10,6 +10,7 @@
 
 #include "core/digest.h"
 #include "core/file.h"
+#include "core/json_dump.h"
 #include "dialect/tokenize.h"
 #include "load/prompt_text.h"
 #include "target/discovery.h"
@@ -387,7 +388,7 @@ void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& ou
   summary["steps"] = std::move(steps);
   // Server text (a metrics page's error, an engine's message) may hold any bytes.
   Status written = WriteFileAtomically(
-      outcome.summary_path, summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      outcome.summary_path, DumpJson(summary, 2));
   if (!written.ok()) {
     outcome.summary_error = written.error().message;
   } else if (sink.failed()) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/json_dump.h"
 #include "run/calibrate_slots.h"
 
 namespace bakeoff::run {
@@ -298,7 +299,7 @@ Result<ValidationOutcome> ValidatePreset(const ValidateConfig& config, const std
                         : fmt::format("the model holds at: {}; it stops holding at: {}", holding.empty() ? "none" : holding,
                                       failing);
   outcome.summary += CapacityNote(outcome) + LoneNote(outcome);
-  Status written = WriteFileAtomically(config.out_dir / "validation.json", ToJson(outcome, config).dump(2) + "\n");
+  Status written = WriteFileAtomically(config.out_dir / "validation.json", DumpJson(ToJson(outcome, config), 2));
   if (!written.ok()) return written.error();
   return outcome;
 }

@@ -19,6 +19,8 @@
 
 #include "core/digest.h"
 #include "core/file.h"
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "core/yaml_doc.h"
 #include "emulate/engine_preset.h"
 #include "qualify/probe_report.h"
@@ -223,7 +225,8 @@ class StudyRunner {
 
     if (study_.Runs(Phase::kProbes)) {
       for (std::size_t i = 0; i < study_.candidates.size(); ++i) {
-        if (!results_.candidates[i].eliminated) Probe(i);
+        if (results_.candidates[i].eliminated) continue;
+        if (Status st = Guarded(i, "probes", [&] { Probe(i); }); !st.ok()) return st.error();
       }
       if (Status st = WriteGate(); !st.ok()) return st.error();
     }
@@ -239,14 +242,17 @@ class StudyRunner {
     for (std::uint32_t round = 0; round < study_.plan.repeats; ++round) {
       for (std::size_t i : rotated(round)) {
         for (Phase phase : {Phase::kSingle, Phase::kSweep, Phase::kReplay}) {
-          if (study_.Runs(phase)) LoadPhase(i, phase, round);
+          if (!study_.Runs(phase)) continue;
+          if (Status st = Guarded(i, PhaseName(phase), [&] { LoadPhase(i, phase, round); }); !st.ok()) {
+            return st.error();
+          }
         }
         StopProcess(i);
       }
     }
     if (study_.Runs(Phase::kCapacity)) {
       for (std::size_t i : rotated(study_.plan.repeats)) {
-        Capacity(i);
+        if (Status st = Guarded(i, "capacity", [&] { Capacity(i); }); !st.ok()) return st.error();
         StopProcess(i);
       }
     }
@@ -255,10 +261,10 @@ class StudyRunner {
     results_.budget_spent = !results_.interrupted && halt_.budget_spent();
     results_.verdict = Decide(study_, results_.workload, results_.gate, results_.candidates);
     results_.manifest = Manifest();
-    if (Status st = WriteFileAtomically(options_.out_dir / "manifest.json", results_.manifest.dump(2) + "\n"); !st.ok()) {
+    if (Status st = WriteFileAtomically(options_.out_dir / "manifest.json", DumpJson(results_.manifest, 2)); !st.ok()) {
       return st.error();
     }
-    if (Status st = WriteFileAtomically(options_.out_dir / "verdict.json", ToJson(results_.verdict).dump(2) + "\n");
+    if (Status st = WriteFileAtomically(options_.out_dir / "verdict.json", DumpJson(ToJson(results_.verdict), 2));
         !st.ok()) {
       return st.error();
     }
@@ -266,6 +272,24 @@ class StudyRunner {
   }
 
  private:
+  // Runs one phase of candidate i. An exception escaping it (a bug, or an answer no parser
+  // expected) ends the study with one line naming the candidate and the phase; the phases already
+  // finished are on disk, so a second `bakeoff run` resumes from them, and the launched engines
+  // are stopped on the way out.
+  template <typename PhaseFn>
+  Status Guarded(std::size_t i, std::string_view phase, PhaseFn&& run_phase) {
+    try {
+      run_phase();
+      return Ok{};
+    } catch (const std::exception& e) {
+      processes_.clear();
+      return Error{ErrorCode::kInternal,
+                   fmt::format("candidate {}, phase {}: {} (the finished phases are kept in {}; run the same "
+                               "command again to resume)",
+                               study_.candidates[i].name, phase, ValidUtf8(e.what()), options_.out_dir.string())};
+    }
+  }
+
   const CatalogEntry* Entry(const CandidateSpec& spec) const {
     return catalog_ && !spec.catalog.empty() ? catalog_->Find(spec.catalog) : nullptr;
   }
@@ -402,7 +426,7 @@ class StudyRunner {
     }
     fs::create_directories(out / "candidates", ec);
     if (ec) return MakeError(ErrorCode::kIo, fmt::format("{}: {}", out.string(), ec.message()));
-    if (Status st = WriteFileAtomically(out / "manifest.json", Manifest().dump(2) + "\n"); !st.ok()) return st;
+    if (Status st = WriteFileAtomically(out / "manifest.json", DumpJson(Manifest(), 2)); !st.ok()) return st;
     if (study_text.ok()) {
       if (Status st = WriteFileAtomically(out / "study.yaml", study_text.value()); !st.ok()) return st;
     }
@@ -433,7 +457,7 @@ class StudyRunner {
     return Ok{};
   }
 
-  Status WriteGate() { return WriteFileAtomically(options_.out_dir / "gate.json", ToJson(results_.gate).dump(2) + "\n"); }
+  Status WriteGate() { return WriteFileAtomically(options_.out_dir / "gate.json", DumpJson(ToJson(results_.gate), 2)); }
 
   // Attached servers must serve the study's model: otherwise the candidates are not comparable.
   Status CheckComparable() {
@@ -659,7 +683,7 @@ class StudyRunner {
     p.gate_cells = row.cells;
     c.eliminated = row.Eliminated();
     if (c.eliminated) log_(fmt::format("{}: disqualified: {}", spec.name, row.Failures().back()));
-    if (Status st = WriteFileAtomically(dir / "result.json", ToJson(p).dump(2) + "\n"); !st.ok()) log_(st.error().message);
+    if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(p), 2)); !st.ok()) log_(st.error().message);
   }
 
   // Where candidate i's load runs: a simulated engine, or its server (started when it is ours).
@@ -811,7 +835,7 @@ class StudyRunner {
       Skip(i, name, halt_.user_stopped() ? "interrupted" : "cut when the budget was spent");
       return;
     }
-    if (Status st = WriteFileAtomically(dir / "result.json", ToJson(result).dump(2) + "\n"); !st.ok()) {
+    if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(result), 2)); !st.ok()) {
       log_(st.error().message);
     }
     c.phases.push_back(std::move(result));
@@ -914,7 +938,7 @@ class StudyRunner {
     if (found.bracket == analyze::Bracket::kUnfinished && !found.stopped_reason.empty()) {
       c.capacity.error = found.stopped_reason;
     }
-    if (Status st = WriteFileAtomically(dir / "result.json", ToJson(c.capacity).dump(2) + "\n"); !st.ok()) {
+    if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(c.capacity), 2)); !st.ok()) {
       log_(st.error().message);
     }
     log_(fmt::format("{}: capacity {}", study_.candidates[i].name,

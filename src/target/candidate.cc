@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include "core/json_text.h"
 #include "dialect/codec.h"
 
 namespace bakeoff::target {
@@ -115,7 +116,7 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
   if (answer.status < 200 || answer.status > 299) {
     answer.error = fmt::format(
         "HTTP {}: {}", answer.status,
-        dialect::DecodeErrorMessage(response->body).value_or(answer.body.substr(0, 200)));
+        dialect::DecodeErrorMessage(response->body).value_or(std::string(Utf8Prefix(answer.body, 200))));
     return answer;
   }
   Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(generation.api, response->body);

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+#include "core/json_text.h"
 #include "dialect/openai_control.h"
 #include "target/discovery.h"
 #include "target/prometheus.h"
@@ -54,7 +56,7 @@ std::vector<dialect::ModelCard> Models(const Observation* o) {
 }
 
 std::string Quote(std::string_view text) {
-  std::string cut(text.substr(0, 60));
+  std::string cut(Utf8Prefix(text, 60));
   return "\"" + cut + (text.size() > 60 ? "...\"" : "\"");
 }
 
@@ -327,7 +329,7 @@ std::string DetectionJson(const Detection& d) {
     candidates.push_back({{"adapter", std::string(s.adapter->name)}, {"score", s.score}});
   }
   j["candidates"] = std::move(candidates);
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2);
 }
 
 }  // namespace bakeoff::target

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/file.h"
+#include "core/json_dump.h"
 #include "core/json_text.h"
 #include "target/discovery.h"
 
@@ -132,7 +133,7 @@ struct MetricsTimeline::Impl {
       line["error"] = error;
     }
     // The page's own text can be any bytes: never let it break the line (or the thread).
-    if (writer) (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (writer) (void)writer->Append(DumpJson(line, -1));
 
     std::lock_guard<std::mutex> lock(mutex);
     StepAccumulator& acc = steps[step];

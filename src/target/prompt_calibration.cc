@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_text.h"
 #include "dialect/codec.h"
 #include "load/request_builder.h"
 
@@ -70,7 +71,7 @@ Result<std::uint64_t> UsagePromptTokens(const CalibrationPlan& plan, const std::
   if (!response.ok()) return response.error();
   if (response->head.status != 200) {
     const std::string message =
-        dialect::DecodeErrorMessage(response->body).value_or(response->body.substr(0, 200));
+        dialect::DecodeErrorMessage(response->body).value_or(std::string(Utf8Prefix(response->body, 200)));
     return MakeError(ErrorCode::kUnavailable,
                      fmt::format("HTTP {}: {}", response->head.status, message));
   }

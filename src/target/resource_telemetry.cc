@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/json_dump.h"
 
 namespace bakeoff::target {
 namespace {
@@ -176,7 +177,7 @@ struct ResourceTelemetry::Impl {
   void Write(const nlohmann::json& line) {
     // nvidia-smi's text (a GPU's name) may hold any bytes.
     if (writer)
-      (void)writer->Append(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      (void)writer->Append(DumpJson(line, -1));
   }
   void Say(const std::string& text) {
     if (log) log(text);

@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace bakeoff::workload {
 
 namespace {
@@ -528,7 +530,7 @@ std::string FingerprintJson(const Fingerprint& f) {
   j["classification"] = std::move(labels);
   j["notes"] = f.notes;
   // Notes quote source bytes, which need not be UTF-8: replace invalid sequences, never throw.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2);
 }
 
 namespace {

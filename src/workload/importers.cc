@@ -28,6 +28,7 @@
 #include <simdjson.h>
 
 #include "core/file.h"
+#include "core/json_text.h"
 #include "workload/trace_input.h"
 
 namespace bakeoff::workload {
@@ -64,7 +65,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 // Quotes a value for a message, cut to 40 bytes so a corrupt line cannot flood the terminal.
 std::string Shown(std::string_view value) {
   std::string out = "\"";
-  for (char c : value.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
+  for (char c : ValidUtf8(Utf8Prefix(value, 40))) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
   if (value.size() > 40) out += "...";
   return out + "\"";
 }

@@ -45,6 +45,9 @@ const std::set<std::string> kBoostFiles = {"net/event_loop.cc", "net/http_client
                                            "net/http_server.cc", "emulate/server.cc"};
 // Layers without JSON documents (nlohmann): the hot path and the foundations.
 const std::set<std::string> kNoJsonDocuments = {"core", "stats", "net", "measure", "load"};
+// The one exception: the dump every writer of every layer goes through, so that no JSON file is
+// ever refused for text that is not UTF-8 (its header declares with json_fwd.hpp only).
+const std::set<std::string> kJsonInCore = {"core/json_dump.h", "core/json_dump.cc"};
 
 TEST(LayeringTest, IncludesRespectTheLayers) {
   const fs::path src = fs::path(BAKEOFF_SOURCE_DIR) / "src";
@@ -80,7 +83,7 @@ TEST(LayeringTest, IncludesRespectTheLayers) {
             << relative << ":" << line_number << ": Boost belongs behind net/ and the emulator's server";
       }
       if (std::regex_search(line, json_include)) {
-        EXPECT_FALSE(kNoJsonDocuments.count(layer))
+        EXPECT_FALSE(kNoJsonDocuments.count(layer) && !kJsonInCore.count(relative))
             << relative << ":" << line_number << ": no JSON document library in " << layer;
       }
     }

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "core/file.h"
 #include "study/bundle_reader.h"
@@ -63,6 +65,39 @@ TEST(StudyReportTest, VerdictAndReportMatchTheirGoldenFilesAndSurviveAResume) {
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_FALSE(again->resumed.empty());
   EXPECT_EQ(Read(out / "verdict.json"), verdict) << "a resumed study decides the same";
+  fs::remove_all(out);
+}
+
+// An exception escaping a phase (here thrown by the progress callback as the second candidate's
+// sweep starts) ends the study with one error naming the candidate and the phase, not
+// std::terminate; the phases finished before it are on disk, and the next run resumes them and
+// decides exactly as a run that never failed.
+TEST(StudyReportTest, AnExceptionInAPhaseNamesItAndTheNextRunResumes) {
+  Result<study::Study> s = study::LoadStudy(kGolden / "study.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_guard_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  study::StudyRunOptions options;
+  options.out_dir = out;
+  options.presets_dir = fs::path(BAKEOFF_SOURCE_DIR) / "examples" / "engines";
+  const std::atomic<bool> stop{false};
+  auto throwing = [](const std::string& line) {
+    if (line.rfind("paged: sweep", 0) == 0) throw std::runtime_error("incomplete UTF-8 string; last byte: 0xC2");
+  };
+  Result<study::StudyResults> failed = study::RunStudy(s.value(), options, stop, throwing);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, ErrorCode::kInternal);
+  EXPECT_NE(failed.error().message.find("candidate paged, phase sweep: incomplete UTF-8 string"), std::string::npos)
+      << failed.error().message;
+  EXPECT_TRUE(fs::exists(out / "manifest.json"));
+  EXPECT_TRUE(fs::exists(out / "candidates" / "radix" / "sweep-r0" / "result.json"));
+  EXPECT_TRUE(fs::exists(out / "candidates" / "paged" / "single-r0" / "result.json"));
+
+  auto quiet = [](const std::string&) {};
+  Result<study::StudyResults> resumed = study::RunStudy(s.value(), options, stop, quiet);
+  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
+  EXPECT_NE(std::find(resumed->resumed.begin(), resumed->resumed.end(), "paged/single-r0"), resumed->resumed.end());
+  EXPECT_EQ(Read(out / "verdict.json"), Read(kGolden / "verdict.json"));
   fs::remove_all(out);
 }
 
