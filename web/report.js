@@ -319,6 +319,12 @@
       root.append(el('h3', {text: 'Evidence per SLO clause'}));
       root.append(table(['candidate', 'clause', 'status', 'evidence', 'pointer'], evidence, label));
     }
+    const risks = [];
+    for (const c of v.candidates || []) for (const r of c.risks || []) risks.push([c.name, r]);
+    if (risks.length) {
+      root.append(el('h3', {text: 'Risks (stated in the record, not eliminations)'}));
+      root.append(table(['candidate', 'risk'], risks, label));
+    }
     if ((v.mistakes || []).length) {
       root.append(el('h3', {text: 'Method mistakes found'}));
       root.append(list(v.mistakes.map((x) => `${x.code}: ${x.message || x.text || ''}`)));
@@ -341,8 +347,18 @@
 
     section('Probe findings', label);
     const findings = [];
-    for (const c of cands) for (const f of c.findings || []) findings.push([c.name, f.severity, f.code, f.message]);
-    if (findings.length) root.append(table(['candidate', 'severity', 'finding', 'message'], findings, label));
+    for (const c of cands) {
+      for (const f of c.findings || []) {
+        const beside = [f.known_limit ? `catalog known limit: ${f.known_limit}` : '',
+                        f.accepted_reason ? `accepted: ${f.accepted_reason}` : ''].filter(Boolean).join('; ');
+        findings.push([c.name, (f.judgement || f.severity || '').replace('_', ' '), f.breaks || '–', f.code, f.message, beside]);
+      }
+    }
+    if (findings.length) {
+      root.append(el('div', {cls: 'caption', text: 'Judged against the study: a finding disqualifies only when it ' +
+                             'breaks a feature, SLO clause or contract the study states; the others are risks or notes.'}));
+      root.append(table(['candidate', 'judged', 'breaks', 'finding', 'message', 'beside it'], findings, label));
+    }
     else root.append(el('div', {cls: 'caption', text: 'No probe found anything to report.'}));
     const verdicts = cands.filter((c) => (c.probe_verdicts || []).length).map((c) => [c.name, c.probe_verdicts.join(', ')]);
     if (verdicts.length) root.append(table(['candidate', 'probe verdicts'], verdicts, label));

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/file.h"
 #include "core/yaml_doc.h"
+#include "study/contracts.h"
 #include "target/adapters.h"
 
 namespace bakeoff::study {
@@ -104,7 +105,7 @@ void RefuseRepeats(yaml::MapReader& m, std::string_view key, const std::vector<s
 class EntryReader {
  public:
   EntryReader(const yaml::ListItem& item, std::string_view source, yaml::Diagnostics* diagnostics)
-      : m_(item, source, diagnostics) {
+      : m_(item, source, diagnostics), node_(item.node) {
     entry_.line = item.line;
   }
 
@@ -224,11 +225,46 @@ class EntryReader {
     }
   }
 
+  // known_limits: a text, or a list whose items are texts or {limit: TEXT, finding: CODE}.
+  void ReadKnownLimits() {
+    const YAML::Node value = node_.IsMap() ? node_["known_limits"] : YAML::Node();
+    if (!value.IsDefined() || !value.IsSequence()) {
+      std::vector<std::string> texts;
+      ReadList("known_limits", texts);
+      for (std::string& text : texts) entry_.known_limits.push_back({std::move(text), ""});
+      return;
+    }
+    std::optional<std::vector<yaml::ListItem>> items = m_.List("known_limits");
+    for (const yaml::ListItem& item : items.value_or(std::vector<yaml::ListItem>{})) {
+      if (item.node.IsScalar() && !item.node.Scalar().empty()) {
+        entry_.known_limits.push_back({item.node.Scalar(), ""});
+        continue;
+      }
+      if (!item.node.IsMap()) {
+        m_.ErrorAt(item.line, item.path,
+                   fmt::format("expected a text or {{limit: TEXT, finding: CODE}}, got {}", yaml::Describe(item.node)));
+        continue;
+      }
+      yaml::MapReader r(item, m_.source(), &m_.diagnostics());
+      CatalogEntry::KnownLimit limit;
+      if (auto v = r.Text("limit", yaml::Need::kRequired)) limit.text = *v;
+      if (auto v = r.Text("finding")) {
+        if (RuleFor(*v) != nullptr) {
+          limit.finding = *v;
+        } else {
+          r.Error("finding", UnknownFindingMessage(*v));
+        }
+      }
+      r.Finish();
+      entry_.known_limits.push_back(std::move(limit));
+    }
+  }
+
   void ReadFacts() {
     ReadList("architectures", entry_.architectures);
     ReadList("weight_formats", entry_.weight_formats);
     ReadList("hardware", entry_.hardware);
-    ReadList("known_limits", entry_.known_limits);
+    ReadKnownLimits();
     ReadList("bundles", entry_.bundles);
     if (std::optional<yaml::MapReader> q = m_.Map("quantizations")) {
       for (const std::string& kind : q->Keys()) {
@@ -288,6 +324,7 @@ class EntryReader {
   }
 
   yaml::MapReader m_;
+  YAML::Node node_;
   CatalogEntry entry_;
 };
 

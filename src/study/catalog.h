@@ -65,7 +65,14 @@ struct CatalogEntry {
   std::vector<std::string> hardware;        // accelerator kinds or GPU models it runs on
   std::vector<Feature> features;            // what it offers; an absent feature is not offered
   std::uint32_t max_context = 0;            // tokens; 0: unknown
-  std::vector<std::string> known_limits;
+  // A limit the catalog's author knows of; `finding` names the probe finding that shows it (a code
+  // or a pattern of study/contracts.h), so the decision record shows the two side by side.
+  struct KnownLimit {
+    std::string text;
+    std::string finding;
+    bool operator==(const KnownLimit&) const = default;
+  };
+  std::vector<KnownLimit> known_limits;
   std::vector<std::string> bundles;         // paths of earlier result bundles (relative: to the file)
   std::string last_verified_version, last_verified_date;  // date YYYY-MM-DD
   std::string verified_against;             // free text: "live llama.cpp b4748 on CPU", "fixtures only"

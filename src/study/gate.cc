@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/yaml_doc.h"
+#include "study/contracts.h"
 
 namespace bakeoff::study {
 namespace {
@@ -205,6 +206,12 @@ void GateOneCandidate(const Study& study, const Catalog* catalog, const Candidat
     }
   }
 
+  // Contracts the study states: no catalog field says them; the probe that tests each answers.
+  for (Contract c : study.required_contracts) {
+    row.cells.push_back({fmt::format("contract:{}", ContractName(c)), CellStatus::kUnknown,
+                         fmt::format("told by the {} probe, not by a catalog", ContractProbe(c)), "study"});
+  }
+
   if (entry && !entry->sunset.empty()) {
     const std::string today = UtcTodayIso();
     if (entry->sunset <= today) {
@@ -276,7 +283,8 @@ GateTable GateOnCatalog(const Study& study, const Catalog* catalog) {
   return table;
 }
 
-void ApplyProbeEvidence(GateRow& row, const qualify::ProbeRun& run, const std::string& probes_json) {
+void ApplyProbeEvidence(GateRow& row, const Study& study, const qualify::ProbeRun& run,
+                        const std::string& probes_json) {
   auto result_of = [&](std::string_view probe) -> const qualify::ProbeResult* {
     for (const qualify::ProbeResult& r : run.results) {
       if (r.name == probe && r.verdict != qualify::Verdict::kNotRun) return &r;
@@ -304,13 +312,46 @@ void ApplyProbeEvidence(GateRow& row, const qualify::ProbeRun& run, const std::s
                evidence};
     }
   }
+  // Every finding judged against what the study states: one that breaks a stated feature or
+  // contract fails that cell (live evidence over the catalog's word), any other that disqualifies
+  // fails the `probes` cell; the rest are the verdict's risks and notes.
   std::vector<std::string> disqualifying;
   for (const qualify::ProbeResult& r : run.results) {
     for (const qualify::Finding& f : r.findings) {
-      if (f.severity == qualify::Severity::kDisqualifying) disqualifying.push_back(f.code);
+      const JudgedFinding judged = JudgeFinding(study, f.code, f.severity == qualify::Severity::kDisqualifying,
+                                                f.severity == qualify::Severity::kInfo);
+      if (judged.judgement != Judgement::kDisqualifies) continue;
+      const bool own_cell = judged.breaks.rfind("feature:", 0) == 0 || judged.breaks.rfind("contract:", 0) == 0;
+      if (!own_cell) {
+        disqualifying.push_back(judged.breaks.empty() ? f.code : fmt::format("{} ({})", f.code, judged.breaks));
+        continue;
+      }
+      GateCell* cell = row.Find(judged.breaks);
+      if (cell == nullptr) cell = &row.cells.emplace_back(GateCell{judged.breaks, CellStatus::kUnknown, "", ""});
+      if (cell->status == CellStatus::kFail && cell->evidence.rfind("probe", 0) == 0) {
+        cell->reason += "; also " + f.code;
+        continue;
+      }
+      const std::string claimed = cell->status == CellStatus::kPass && cell->evidence.rfind("probe", 0) != 0
+                                      ? "the catalog says it offers this, but "
+                                      : "";
+      *cell = {judged.breaks, CellStatus::kFail, fmt::format("{}{}: {}", claimed, f.code, f.message),
+               fmt::format("probe {}: {}", r.name, probes_json)};
     }
   }
-  GateCell probes{"probes", CellStatus::kPass, "no probe found a disqualifying problem", "probes: " + probes_json};
+  for (Contract c : study.required_contracts) {
+    GateCell* cell = row.Find(fmt::format("contract:{}", ContractName(c)));
+    if (cell == nullptr || cell->status != CellStatus::kUnknown) continue;
+    if (result_of(ContractProbe(c)) != nullptr) {
+      *cell = {cell->constraint, CellStatus::kPass,
+               fmt::format("the {} probe found nothing that breaks it", ContractProbe(c)),
+               fmt::format("probe {}: {}", ContractProbe(c), probes_json)};
+    } else {
+      cell->reason = fmt::format("not tested: the {} probe did not run", ContractProbe(c));
+    }
+  }
+  GateCell probes{"probes", CellStatus::kPass, "no probe finding breaks what the study states",
+                  "probes: " + probes_json};
   if (!run.unavailable.empty()) {
     probes.status = CellStatus::kFail;
     probes.reason = "could not be brought up: " + run.unavailable;

@@ -55,10 +55,14 @@ struct GateTable {
 // The catalog's answer for every candidate; `catalog` may be null (every catalog cell unknown).
 GateTable GateOnCatalog(const Study& study, const Catalog* catalog);
 
-// Resolves a row's unknown feature cells from what the probes saw, and adds a `probes` cell that
-// fails when a probe found a disqualifying problem. `probes_json` is the path of probes.json
-// relative to the bundle, for evidence.
-void ApplyProbeEvidence(GateRow& row, const qualify::ProbeRun& run, const std::string& probes_json);
+// Resolves a row's unknown feature cells from what the probes saw, and judges every finding
+// against the study (study/contracts.h): one that breaks a required feature or a stated contract
+// fails that cell (`feature:X`, `contract:X`, even where the catalog said pass), one that breaks
+// serving or an SLO clause the study sets fails the `probes` cell (added), and the others are
+// left to the verdict as risks. A stated contract whose probe ran and found nothing passes.
+// `probes_json` is the path of probes.json relative to the bundle, for evidence.
+void ApplyProbeEvidence(GateRow& row, const Study& study, const qualify::ProbeRun& run,
+                        const std::string& probes_json);
 
 nlohmann::json ToJson(const GateTable& table);
 

@@ -37,7 +37,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepFigures, label, records, mea
                                                 short_ttft_p99_ms, long_ttft_p99_ms, short_count, long_count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseResult, phase, round, steps, error, simulated, emulated,
                                                 unequal_work)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeFinding, code, severity, message)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeFinding, code, severity, message, judgement, breaks,
+                                                accepted_reason, known_limit, evidence)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateCell, constraint, status, reason, evidence)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeSummary, ran, skipped_reason, disqualified, verdicts, findings,
                                                 cold_start_s, drain_s, path, gate_cells)

@@ -64,16 +64,22 @@ struct PhaseResult {
   std::vector<std::string> unequal_work;
 };
 
+// A probe finding as the study judged it (study/contracts.h).
 struct ProbeFinding {
   std::string code;
-  std::string severity;
+  std::string severity;  // the probe's own: disqualifying, warning, info
   std::string message;
+  std::string judgement;  // JudgementName: disqualifies, risk, accepted_risk, note
+  std::string breaks;     // BrokenName: "feature:streaming_cancel", "contract:bounded_queue", ... or ""
+  std::string accepted_reason;  // accepted_risk: the study's reason
+  std::string known_limit;      // the catalog entry's known limit that names this finding
+  std::vector<std::string> evidence;  // files relative to the probes folder
 };
 
 struct ProbeSummary {
   bool ran = false;
   std::string skipped_reason;
-  bool disqualified = false;
+  bool disqualified = false;  // the probes' own severities; the gate row holds the study's judgement
   std::vector<std::string> verdicts;  // "readiness: pass", ...
   std::vector<ProbeFinding> findings;
   double cold_start_s = -1;  // spawn to first answer; -1: not measured
@@ -121,6 +127,7 @@ struct CandidateResult {
   // The catalog lint's findings on the candidate's entry (an unpinned image, a stale
   // verification, ...): the decision record carries them as risks.
   std::vector<std::string> catalog_findings;
+  std::vector<std::string> known_limits;  // the catalog entry's (study/catalog.h KnownLimit text)
   ProbeSummary probes;
   std::vector<PhaseResult> phases;
   CapacitySummary capacity;

@@ -203,6 +203,7 @@ class StudyRunner {
         if (c.engine.empty()) c.engine = e->engine;
         c.version = e->version;
         c.version_source = c.version.empty() ? "" : "catalog";
+        for (const CatalogEntry::KnownLimit& limit : e->known_limits) c.known_limits.push_back(limit.text);
       }
       if (catalog_) {
         for (const LintFinding& f : lint_) {
@@ -671,19 +672,34 @@ class StudyRunner {
     p.disqualified = probed.Disqualified();
     for (const qualify::ProbeResult& r : probed.results) {
       p.verdicts.push_back(fmt::format("{}: {}", r.name, qualify::VerdictName(r.verdict)));
-      for (const qualify::Finding& f : r.findings) {
-        p.findings.push_back({f.code, qualify::SeverityName(f.severity), f.message});
-      }
+      for (const qualify::Finding& f : r.findings) p.findings.push_back(Judged(i, f));
       for (const qualify::Measurement& m : r.measurements) {
         if (r.name == "cold_start" && m.name == "first_answer") p.cold_start_s = m.value;
         if (r.name == "sigterm_drain" && m.name == "drain_time") p.drain_s = m.value;
       }
     }
-    ApplyProbeEvidence(row, probed, probes_json);
+    ApplyProbeEvidence(row, study_, probed, probes_json);
     p.gate_cells = row.cells;
     c.eliminated = row.Eliminated();
     if (c.eliminated) log_(fmt::format("{}: disqualified: {}", spec.name, row.Failures().back()));
     if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(p), 2)); !st.ok()) log_(st.error().message);
+  }
+
+  // A finding of candidate i's probes as the study judges it, beside the catalog's known limit
+  // that names it.
+  ProbeFinding Judged(std::size_t i, const qualify::Finding& f) const {
+    const JudgedFinding judged = JudgeFinding(study_, f.code, f.severity == qualify::Severity::kDisqualifying,
+                                              f.severity == qualify::Severity::kInfo);
+    ProbeFinding out{f.code, qualify::SeverityName(f.severity), f.message, std::string(JudgementName(judged.judgement)),
+                     judged.breaks, judged.accepted_reason, "", f.evidence};
+    if (const CatalogEntry* entry = Entry(study_.candidates[i]); entry != nullptr) {
+      for (const CatalogEntry::KnownLimit& limit : entry->known_limits) {
+        if (!limit.finding.empty() && CodeMatches(limit.finding, f.code)) {
+          out.known_limit = limit.text;
+        }
+      }
+    }
+    return out;
   }
 
   // Where candidate i's load runs: a simulated engine, or its server (started when it is ours).

@@ -157,7 +157,48 @@ void ReadRequires(yaml::MapReader& root, Study& s) {
       }
     }
   }
+  if (auto list = m->TextList("contracts")) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      std::optional<Contract> c = ParseContract((*list)[i]);
+      if (!c) {
+        m->ErrorAt(m->LineOf("contracts"), fmt::format("{}[{}]", m->Field("contracts"), i),
+                   UnknownContractMessage((*list)[i]));
+      } else if (std::find(s.required_contracts.begin(), s.required_contracts.end(), *c) ==
+                 s.required_contracts.end()) {
+        s.required_contracts.push_back(*c);
+      }
+    }
+  }
   m->Finish();
+}
+
+// accept_risks: [{finding: CODE, reason: TEXT}]. A finding can be accepted only when it is a
+// risk in this study: one that breaks what the study states would be a contradiction, and one
+// that means the candidate never served is not a risk. Read after requires and slo.
+void ReadAcceptedRisks(yaml::MapReader& root, Study& s) {
+  std::optional<std::vector<yaml::ListItem>> items = root.List("accept_risks");
+  if (!items) return;
+  for (const yaml::ListItem& item : *items) {
+    yaml::MapReader r(item, root.source(), &root.diagnostics());
+    AcceptedRisk accepted;
+    accepted.line = item.line;
+    if (auto v = r.Text("finding", yaml::Need::kRequired)) accepted.finding = *v;
+    if (auto v = r.Text("reason", yaml::Need::kRequired)) accepted.reason = *v;
+    r.Finish();
+    if (accepted.finding.empty()) continue;
+    const FindingRule* rule = RuleFor(accepted.finding);
+    if (rule == nullptr) {
+      r.Error("finding", UnknownFindingMessage(accepted.finding));
+    } else if (rule->breaks == Breaks::kServing || rule->breaks == Breaks::kAvailability) {
+      r.Error("finding", fmt::format("{} cannot be accepted: it breaks {}, which every study needs", accepted.finding,
+                                     BrokenName(*rule)));
+    } else if (StudyStates(s, *rule)) {
+      r.Error("finding", fmt::format("{} breaks {}, which this study requires; accept it or require it, not both",
+                                     accepted.finding, BrokenName(*rule)));
+    } else {
+      s.accepted_risks.push_back(std::move(accepted));
+    }
+  }
 }
 
 void ReadCandidates(yaml::MapReader& root, Study& s, const std::filesystem::path& base) {
@@ -341,6 +382,7 @@ Result<Study> ParseStudy(std::string_view text, std::string_view source_name, co
   ReadTraffic(root, s, base);
   ReadSlo(root, s);
   ReadRequires(root, s);
+  ReadAcceptedRisks(root, s);
   if (auto v = root.Text("catalog")) s.catalog = Resolve(base, *v);
   ReadCandidates(root, s, base);
   ReadPlan(root, s);

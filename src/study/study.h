@@ -24,6 +24,7 @@
 #include "analyze/slo.h"
 #include "core/clock.h"
 #include "core/result.h"
+#include "study/contracts.h"
 #include "study/features.h"
 
 namespace bakeoff::study {
@@ -111,6 +112,14 @@ struct PlanSpec {
   std::uint32_t output_tokens_cap = 0;   // 0: the workload's lengths
 };
 
+// A probe finding the study accepts as a known risk (accept_risks): recorded with its reason in
+// the decision record, never hidden. `finding` is a code, or a rule's pattern with '*'.
+struct AcceptedRisk {
+  std::string finding;
+  std::string reason;
+  int line = 0;
+};
+
 enum class Objective { kMaxGoodput, kMaxGoodputPerCost, kMinCostPerToken, kMinTtftP99 };
 std::string_view ObjectiveName(Objective objective);
 
@@ -123,6 +132,8 @@ struct Study {
   TrafficSpec traffic;
   SloSpec slo;
   std::vector<Feature> required_features;
+  std::vector<Contract> required_contracts;  // requires.contracts (study/contracts.h)
+  std::vector<AcceptedRisk> accepted_risks;
   std::string api = "chat";  // the protocol every candidate must serve: chat or completions
   std::filesystem::path catalog;  // relative paths are resolved against the study's folder
   std::vector<CandidateSpec> candidates;

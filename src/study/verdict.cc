@@ -41,6 +41,7 @@ class CandidateJudge {
       for (const std::string& r : row->Risks()) v_.risks.push_back("gate " + r);
     }
     for (const std::string& f : c_.catalog_findings) v_.risks.push_back("catalog " + f);
+    ProbeRisks();
     const std::string probes_cell = "probes";
     if (row != nullptr && row->Eliminated()) {
       bool by_probes = false;
@@ -84,6 +85,34 @@ class CandidateJudge {
 
  private:
   void Add(EvidenceItem item) { v_.evidence.push_back(std::move(item)); }
+
+  // The probe findings that break nothing the study states (study/contracts.h): risks with their
+  // evidence, accepted risks with the study's reason, and notes; the catalog's known limits
+  // beside the finding that shows them, the others on their own. A finding that disqualifies is
+  // in the gate row (the reasons), not here.
+  void ProbeRisks() {
+    const std::string folder = c_.probes.path.substr(0, c_.probes.path.rfind('/') + 1);
+    std::vector<std::string> shown_limits;
+    for (const ProbeFinding& f : c_.probes.findings) {
+      std::string text = fmt::format("{}: {}", f.code, f.message);
+      if (!f.breaks.empty() && f.judgement != "disqualifies") {
+        text += fmt::format(" [would break {}; this study does not require it]", f.breaks);
+      }
+      if (!f.known_limit.empty()) {
+        text += fmt::format(" [catalog known limit: {}]", f.known_limit);
+        shown_limits.push_back(f.known_limit);
+      }
+      text += fmt::format(" ({})", f.evidence.empty() ? c_.probes.path : folder + f.evidence.front());
+      if (f.judgement == "risk") v_.risks.push_back("probe " + text);
+      if (f.judgement == "accepted_risk") v_.risks.push_back(fmt::format("accepted probe {}; accepted because: {}", text, f.accepted_reason));
+      if (f.judgement == "note") v_.findings.push_back("probe note " + text);
+    }
+    for (const std::string& limit : c_.known_limits) {
+      if (std::find(shown_limits.begin(), shown_limits.end(), limit) == shown_limits.end()) {
+        v_.risks.push_back("catalog known limit: " + limit);
+      }
+    }
+  }
 
   // The SLO's latency terms, availability and minimum goodput: at the capacity found, else on
   // the replay of the workload at its own rate.

@@ -110,7 +110,7 @@ TEST(CatalogTest, AnEntryParsesWithEveryFieldAndItsLine) {
       "    hardware: [cpu]\n"                         // 12
       "    features: [streaming, usage_in_stream]\n"  // 13
       "    max_context: 4096\n"                       // 14
-      "    known_limits: [no min_tokens]\n"           // 15
+      "    known_limits: [no min_tokens, {limit: generation goes on after a disconnect, finding: cancellation.keeps_generating_after_*_cancel}]\n"  // 15
       "    bundles: [results/llama]\n"                // 16
       "    last_verified_version: b4748\n"            // 17
       "    last_verified_date: 2026-12-01\n"          // 18
@@ -131,7 +131,9 @@ TEST(CatalogTest, AnEntryParsesWithEveryFieldAndItsLine) {
   EXPECT_TRUE(e.HasFeature(Feature::kStreaming));
   EXPECT_FALSE(e.HasFeature(Feature::kSeed));
   EXPECT_EQ(e.max_context, 4096u);
-  EXPECT_EQ(e.known_limits, std::vector<std::string>{"no min_tokens"});
+  EXPECT_EQ(e.known_limits, (std::vector<CatalogEntry::KnownLimit>{
+                                {"no min_tokens", ""},
+                                {"generation goes on after a disconnect", "cancellation.keeps_generating_after_*_cancel"}}));
   EXPECT_EQ(e.bundles, std::vector<std::string>{"results/llama"});
   EXPECT_EQ(e.last_verified_date, "2026-12-01");
   EXPECT_EQ(e.verified_against, "live llama.cpp b4748 on CPU");

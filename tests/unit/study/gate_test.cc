@@ -107,47 +107,103 @@ TEST(GateTest, AMissingEntryOrFeatureFails) {
   EXPECT_NE(t.rows[0].Failures()[0].find("feature:multi_lora"), std::string::npos);
 }
 
-TEST(GateTest, ProbesAnswerUnknownsAndDisqualify) {
-  // No catalog entry: every catalog cell is unknown, and structured output is a required feature.
-  const Study study = [] {
-    Result<Study> s = ParseStudy(R"(name: p
+Study ProbedStudy(const std::string& extra) {
+  Result<Study> s = ParseStudy(R"(name: p
 model: {name: m, architecture: llama, quantization: bf16, max_context: 4096}
 hardware: {accelerator: cpu}
 traffic: {shape: s.yaml}
 slo: {latency: {ttft_p99: 1s}}
-requires: {features: [structured_output, streaming_cancel]}
 candidates:
   - {name: a, url: 'http://127.0.0.1:1'}
-)",
-                                 "p.yaml");
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    return s.value();
-  }();
+)" + extra,
+                               "p.yaml");
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? s.value() : Study{};
+}
+
+qualify::ProbeResult ProbeWith(const std::string& name, qualify::Severity severity, const std::string& code) {
+  qualify::ProbeResult r;
+  r.name = name;
+  if (!code.empty()) r.Find(severity, code, "what the probe saw");
+  r.Conclude();
+  return r;
+}
+
+TEST(GateTest, ProbesAnswerUnknownsAndARequiredFeatureTheyBreakEliminates) {
+  // No catalog entry: every catalog cell is unknown, and structured output is a required feature.
+  const Study study = ProbedStudy("requires: {features: [structured_output, streaming_cancel]}\n");
   GateTable t = GateOnCatalog(study, nullptr);
   GateRow& row = t.rows[0];
   EXPECT_FALSE(row.Eliminated());
   EXPECT_EQ(row.Find("feature:structured_output")->status, CellStatus::kUnknown);
 
   qualify::ProbeRun run;
-  qualify::ProbeResult compat;
-  compat.name = "compatibility";
+  qualify::ProbeResult compat = ProbeWith("compatibility", qualify::Severity::kInfo, "");
   compat.AddCheck("json_schema", qualify::CheckStatus::kPass, "valid against the schema");
-  compat.Conclude();
-  qualify::ProbeResult cancel;
-  cancel.name = "cancellation";
-  cancel.Find(qualify::Severity::kDisqualifying, "cancellation.keeps_generating_after_decode_cancel",
-              "the running gauge stayed up 3.3 s");
-  cancel.Conclude();
-  run.results = {compat, cancel};
-  ApplyProbeEvidence(row, run, "candidates/a/probes/probes.json");
+  run.results = {compat, ProbeWith("cancellation", qualify::Severity::kDisqualifying,
+                                   "keeps_generating_after_decode_cancel")};
+  ApplyProbeEvidence(row, study, run, "candidates/a/probes/probes.json");
   EXPECT_EQ(row.Find("feature:structured_output")->status, CellStatus::kPass);
-  EXPECT_EQ(row.Find("feature:streaming_cancel")->status, CellStatus::kFail);
-  ASSERT_NE(row.Find("probes"), nullptr);
-  EXPECT_EQ(row.Find("probes")->status, CellStatus::kFail);
-  EXPECT_NE(row.Find("probes")->reason.find("keeps_generating_after_decode_cancel"), std::string::npos);
+  // The feature's own cell says which finding broke it; nothing else in the probes did.
+  const GateCell* cancel = row.Find("feature:streaming_cancel");
+  EXPECT_EQ(cancel->status, CellStatus::kFail);
+  EXPECT_NE(cancel->reason.find("cancellation.keeps_generating_after_decode_cancel"), std::string::npos);
+  EXPECT_EQ(cancel->evidence, "probe cancellation: candidates/a/probes/probes.json");
+  EXPECT_EQ(row.Find("probes")->status, CellStatus::kPass);
   EXPECT_TRUE(row.Eliminated());
   const nlohmann::json j = ToJson(t);
   EXPECT_EQ(j["candidates"][0]["eliminated"], true);
+}
+
+TEST(GateTest, AFindingThatBreaksNothingTheStudyStatesIsNoVeto) {
+  // llama.cpp's findings in a study that asks only for streaming: risks, not eliminations.
+  const Study study = ProbedStudy("requires: {features: [streaming]}\n");
+  GateTable t = GateOnCatalog(study, nullptr);
+  GateRow& row = t.rows[0];
+  qualify::ProbeRun run;
+  run.results = {ProbeWith("cancellation", qualify::Severity::kDisqualifying, "keeps_generating_after_prefill_cancel"),
+                 ProbeWith("sigterm_drain", qualify::Severity::kDisqualifying, "streams_cut_silently"),
+                 ProbeWith("readiness", qualify::Severity::kDisqualifying, "health_blocks_when_busy"),
+                 ProbeWith("overload", qualify::Severity::kDisqualifying, "no_recovery"),
+                 ProbeWith("bad_input", qualify::Severity::kDisqualifying, "hang")};
+  ApplyProbeEvidence(row, study, run, "probes.json");
+  EXPECT_FALSE(row.Eliminated()) << row.Failures()[0];
+  EXPECT_EQ(row.Find("probes")->status, CellStatus::kPass);
+}
+
+TEST(GateTest, AStatedContractIsTestedByItsProbe) {
+  const Study study = ProbedStudy("requires: {contracts: [graceful_shutdown, bounded_queue, honest_health]}\n");
+  GateTable t = GateOnCatalog(study, nullptr);
+  GateRow& row = t.rows[0];
+  EXPECT_EQ(row.Find("contract:graceful_shutdown")->status, CellStatus::kUnknown);
+  qualify::ProbeRun run;
+  run.results = {ProbeWith("sigterm_drain", qualify::Severity::kDisqualifying, "crashed_on_sigterm"),
+                 ProbeWith("overload", qualify::Severity::kWarning, "queues_without_bound")};
+  ApplyProbeEvidence(row, study, run, "probes.json");
+  EXPECT_EQ(row.Find("contract:graceful_shutdown")->status, CellStatus::kFail);
+  // A warning breaks a stated contract too: the study, not the probe, decides what matters.
+  EXPECT_EQ(row.Find("contract:bounded_queue")->status, CellStatus::kFail);
+  EXPECT_NE(row.Find("contract:bounded_queue")->reason.find("overload.queues_without_bound"), std::string::npos);
+  // The readiness probe did not run: not tested, a risk rather than a pass.
+  EXPECT_EQ(row.Find("contract:honest_health")->status, CellStatus::kUnknown);
+  EXPECT_NE(row.Find("contract:honest_health")->reason.find("did not run"), std::string::npos);
+  run.results.push_back(ProbeWith("readiness", qualify::Severity::kInfo, ""));
+  ApplyProbeEvidence(row, study, run, "probes.json");
+  EXPECT_EQ(row.Find("contract:honest_health")->status, CellStatus::kPass);
+}
+
+TEST(GateTest, ACandidateThatNeverServedOrDiedIsOutWhateverTheStudySays) {
+  const Study study = ProbedStudy("");
+  for (const auto& [probe, code] : {std::pair{"cold_start", "never_ready"}, std::pair{"bad_input", "died"},
+                                    std::pair{"compatibility", "chat_streaming_failed"}}) {
+    GateTable t = GateOnCatalog(study, nullptr);
+    GateRow& row = t.rows[0];
+    qualify::ProbeRun run;
+    run.results = {ProbeWith(probe, qualify::Severity::kDisqualifying, code)};
+    ApplyProbeEvidence(row, study, run, "probes.json");
+    EXPECT_EQ(row.Find("probes")->status, CellStatus::kFail) << code;
+    EXPECT_NE(row.Find("probes")->reason.find(code), std::string::npos);
+  }
 }
 
 }  // namespace
