@@ -94,6 +94,7 @@ struct EmulateFlags {
   bool fault_truncate_prompts = false;
   bool fault_nondeterministic = false;
   bool fault_ignore_stop = false;
+  bool fault_cut_utf8 = false;
   bool no_metrics = false;
   std::string answers_file;
   // Engine flags the user typed (their long names), so only they override a preset.
@@ -299,6 +300,7 @@ int RunEmulate(const EmulateFlags& f) {
   config.faults.truncate_prompts = f.fault_truncate_prompts;
   config.faults.nondeterministic = f.fault_nondeterministic;
   config.faults.ignore_stop = f.fault_ignore_stop;
+  config.faults.cut_utf8 = f.fault_cut_utf8;
   config.not_ready_status = f.not_ready_status;
   config.no_metrics = f.no_metrics;
   config.faults.seed = engine->seed;  // --seed, or the preset's seed
@@ -531,6 +533,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
                     "Fault: the same prompt and seed give a different text every time");
   command->add_flag("--fault-ignore-stop", flags->fault_ignore_stop,
                     "Fault: stop strings are ignored");
+  command->add_flag("--fault-cut-utf8", flags->fault_cut_utf8,
+                    "Fault: text cut inside multibyte UTF-8 characters: every streamed token, error messages and "
+                    "an extra /v1/models id (the raw bytes are not UTF-8)");
   command->add_flag("--no-metrics", flags->no_metrics, "GET /metrics answers 404");
   command->add_option(
       "--answers", flags->answers_file,

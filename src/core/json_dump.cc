@@ -30,6 +30,15 @@ nlohmann::json Sanitized(const nlohmann::json& doc, std::size_t& replaced) {
 
 }  // namespace
 
+nlohmann::json ParsePeerJson(std::string_view text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_discarded()) return doc;
+  std::size_t replaced = 0;
+  const std::string repaired = ValidUtf8(text, &replaced);
+  if (replaced == 0) return doc;
+  return nlohmann::json::parse(repaired, nullptr, /*allow_exceptions=*/false);
+}
+
 std::string DumpJson(const nlohmann::json& doc, int indent, std::string_view what, std::size_t* replaced) {
   std::string text;
   try {

@@ -14,19 +14,11 @@ namespace {
 
 constexpr std::size_t kExcerptBytes = 200;  // payload bytes quoted in a protocol error
 
-// The longest prefix of `s` of at most `max_bytes` that does not end inside a UTF-8 sequence.
-std::string_view CutAtCharBoundary(std::string_view s, std::size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  std::size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end);
-}
-
 // At most kExcerptBytes of an arbitrary payload, safe to put in a message that is later written
 // as JSON: invalid UTF-8 bytes become '?', control characters become ' ', never longer than the
 // input prefix it quotes.
 std::string Excerpt(std::string_view data) {
-  const std::string_view head = CutAtCharBoundary(data, kExcerptBytes);
+  const std::string_view head = Utf8Prefix(data, kExcerptBytes);
   std::string out;
   out.reserve(head.size() + 4);
   for (std::size_t i = 0; i < head.size();) {
@@ -107,7 +99,7 @@ Error PayloadError(std::string_view label, std::string_view what, std::string_vi
 }
 
 std::string CapMessage(std::string_view message) {
-  std::string out(CutAtCharBoundary(message, kMaxErrorMessageBytes));
+  std::string out(Utf8Prefix(message, kMaxErrorMessageBytes));
   if (out.size() < message.size()) out.append("...");
   return out;
 }

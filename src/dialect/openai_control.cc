@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace bakeoff::dialect {
 namespace {
 
@@ -12,7 +14,7 @@ Error BadBody(std::string_view what, std::string_view why) {
 }  // namespace
 
 Result<std::vector<ModelCard>> DecodeModelList(std::string_view body) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = ParsePeerJson(body);
   if (j.is_discarded()) return BadBody("/v1/models", "body is not JSON");
   if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) {
     return BadBody("/v1/models", "no \"data\" array");

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace bakeoff::dialect {
 namespace {
 
@@ -77,7 +79,7 @@ std::string EncodeTokenizeRequest(TokenizeDialect dialect, std::string_view mode
 }
 
 Result<std::uint64_t> DecodeTokenizeCount(TokenizeDialect dialect, std::string_view body) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const json j = ParsePeerJson(body);
   if (j.is_discarded()) return NotThisDialect(dialect, "the answer is not JSON");
   std::optional<std::uint64_t> count;
   switch (dialect) {

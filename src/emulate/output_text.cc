@@ -18,6 +18,9 @@ namespace {
 
 using nlohmann::json;
 
+// "café naïve € 😀 " cut into pieces at byte boundaries inside each multibyte character.
+constexpr std::string_view kCutPieces[] = {"caf\xC3", "\xA9 na\xC3", "\xAFve \xE2\x82", "\xAC \xF0\x9F", "\x98\x80 "};
+
 bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 // SplitMix64 finaliser, for the logprob figures.
@@ -33,6 +36,12 @@ std::uint64_t Hash(std::uint64_t x) {
 ChoiceText ChoiceText::Words(std::uint64_t seed) {
   ChoiceText text;
   text.seed_ = seed;
+  return text;
+}
+
+ChoiceText ChoiceText::CutUtf8() {
+  ChoiceText text;
+  text.cut_utf8_ = true;
   return text;
 }
 
@@ -66,11 +75,13 @@ void ChoiceText::SetPieces(std::vector<std::string> pieces, FinishReason finish)
 }
 
 std::string_view ChoiceText::Piece(std::int64_t index) const {
+  if (cut_utf8_) return kCutPieces[static_cast<std::size_t>(index) % std::size(kCutPieces)];
   if (pieces_.empty()) return OutputPiece(seed_, static_cast<std::uint64_t>(index));
   return pieces_[static_cast<std::size_t>(index)];
 }
 
 std::string_view ChoiceText::JsonPiece(std::int64_t index) const {
+  if (cut_utf8_) return Piece(index);  // nothing to escape, and the cut bytes go out raw
   if (pieces_.empty()) return OutputPiece(seed_, static_cast<std::uint64_t>(index));
   return json_pieces_[static_cast<std::size_t>(index)];
 }

@@ -35,6 +35,10 @@ class ChoiceText {
  public:
   // The endless word stream of `seed`: piece i is OutputPiece(seed, i).
   static ChoiceText Words(std::uint64_t seed);
+  // The endless stream of a server that sends bytes, not characters: every piece starts or ends
+  // inside a multibyte UTF-8 character (the concatenation is valid UTF-8; no piece alone is).
+  // For the --fault-cut-utf8 misbehaving server.
+  static ChoiceText CutUtf8();
   // `text` cut into tokens (see above); it ends naturally after its last token with `finish`.
   static ChoiceText Fixed(std::string_view text, FinishReason finish);
 
@@ -58,6 +62,7 @@ class ChoiceText {
   ChoiceText() = default;
   void SetPieces(std::vector<std::string> pieces, FinishReason finish);
   std::uint64_t seed_ = 0;
+  bool cut_utf8_ = false;  // endless: the cut pieces instead of seed_'s words
   std::vector<std::string> pieces_;       // empty: the word stream of seed_
   std::vector<std::string> json_pieces_;  // pieces_, escaped
   FinishReason finish_ = FinishReason::kLength;

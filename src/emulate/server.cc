@@ -53,6 +53,11 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 
+// --fault-cut-utf8: `bytes` spliced into `body` right after the first `marker` (no marker: unchanged).
+void InsertAfter(std::string& body, std::string_view marker, std::string_view bytes) {
+  if (const std::size_t at = body.find(marker); at != std::string::npos) body.insert(at + marker.size(), bytes);
+}
+
 // Instant mode renders at most this many event bytes before handing them to the socket.
 constexpr std::size_t kInstantBatchBytes = 64 * 1024;
 // When the step timer fires later than this after the planned step end, the next step starts
@@ -396,7 +401,13 @@ class Connection final : public net::HttpServerConnection {
     } else if (path == "/v1/models") {
       if (!expect(http::verb::get)) return;
       if (loading) return SendLoading();
-      SendBody(200, "application/json", RenderModelsResponse(server_.served(), UnixSeconds()));
+      std::string body = RenderModelsResponse(server_.served(), UnixSeconds());
+      if (server_.config().faults.cut_utf8) {
+        InsertAfter(body, "\"data\":[",
+                    fmt::format("{{\"id\":\"{}-\xC3\",\"object\":\"model\",\"owned_by\":\"bakeoff\"}},",
+                                server_.served().name));
+      }
+      SendBody(200, "application/json", body);
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
       const Endpoint endpoint = path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions;
@@ -509,6 +520,8 @@ class Connection final : public net::HttpServerConnection {
         choices.push_back(ChoiceText::Fixed(*spec.json_text, FinishReason::kStop));
       } else if (spec.choice_text) {
         choices.push_back(ChoiceText::Fixed(*spec.choice_text, FinishReason::kStop));
+      } else if (config.faults.cut_utf8) {
+        choices.push_back(ChoiceText::CutUtf8());
       } else {
         choices.push_back(ChoiceText::Words(seed + static_cast<std::uint64_t>(c)));
       }
@@ -770,7 +783,9 @@ class Connection final : public net::HttpServerConnection {
 
   // `extra_headers`: whole header lines, each ending in CRLF.
   void SendError(const ApiError& error, std::string_view extra_headers = {}) {
-    SendBody(error.status, "application/json", RenderErrorFor(wire_, error), extra_headers);
+    std::string body = RenderErrorFor(wire_, error);
+    if (server_.config().faults.cut_utf8) InsertAfter(body, "\"message\":\"", "\xE2\x82");
+    SendBody(error.status, "application/json", body, extra_headers);
   }
 
   // A whole response with a content-length; ends the current response.

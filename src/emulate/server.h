@@ -94,6 +94,10 @@ struct FaultConfig {
   bool nondeterministic = false;
   // Stop strings (`stop`) are ignored.
   bool ignore_stop = false;
+  // Text cut inside multibyte UTF-8 characters wherever the server writes text: every streamed
+  // token starts or ends inside a character (ChoiceText::CutUtf8), error messages start with a
+  // cut character, and /v1/models lists a second id that ends in one. The bytes go out raw.
+  bool cut_utf8 = false;
   std::uint64_t seed = 0;
 };
 

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
 #include "core/json_text.h"
 #include "qualify/api_call.h"
 #include "qualify/json_schema.h"
@@ -41,7 +42,7 @@ constexpr std::uint32_t kGreedyLength = 24;  // determinism and stop checks
 constexpr std::uint64_t kAssumedContext = 32768;
 
 std::optional<json> ParseJson(std::string_view text) {
-  json doc = json::parse(text, nullptr, false);
+  json doc = ParsePeerJson(text);
   if (doc.is_discarded()) return std::nullopt;
   return doc;
 }

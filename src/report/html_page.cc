@@ -5,6 +5,7 @@
 
 #include "core/file.h"
 #include "core/json_dump.h"
+#include "core/json_text.h"
 
 namespace bakeoff::report {
 namespace assets {
@@ -54,7 +55,7 @@ std::string HtmlPage(std::string_view title, const nlohmann::json& data) {
   page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
           "style-src 'unsafe-inline'; img-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<title>{}</title>\n", HtmlEscaped(title));
+  page += fmt::format("<title>{}</title>\n", HtmlEscaped(ValidUtf8(title)));
   page += "<style>\n";
   page += assets::UplotCss();
   page += "\n";

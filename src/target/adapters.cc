@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace bakeoff::target {
 namespace {
 
@@ -505,7 +507,7 @@ std::optional<std::string> ReadVersion(const VersionSource& source, std::string_
     if (body.empty()) return std::nullopt;
     return std::string(body);
   }
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = ParsePeerJson(body);
   if (!j.is_object()) return std::nullopt;
   for (std::string_view field : source.also_has) {
     if (!j.contains(std::string(field))) return std::nullopt;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
 #include "dialect/openai_control.h"
 
 namespace bakeoff::target {
@@ -20,7 +21,7 @@ LlamaCppProps ReadLlamaCppProps(const net::Endpoint& endpoint, const net::Client
   LlamaCppProps out;
   Result<net::FetchedResponse> props = net::Fetch(endpoint, GetRequest("/props"), client);
   if (!props.ok() || props->head.status != 200) return out;
-  const nlohmann::json j = nlohmann::json::parse(props->body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = ParsePeerJson(props->body);
   if (!j.is_object()) return out;
   const auto positive = [](const nlohmann::json& object, const char* key) -> std::optional<std::uint64_t> {
     auto it = object.find(key);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file.h"
+#include "core/json_text.h"
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
 #include "support/timing.h"
@@ -263,6 +264,71 @@ budget: 3min
     EXPECT_NE(c["reasons"][0].get<std::string>().find("sweep"), std::string::npos) << c.dump(2);
   }
   EXPECT_TRUE(fs::exists(out / "candidates/crashes/logs"));
+}
+
+// Every file the run writes is UTF-8 when a server's text is not: a launched emulator that cuts
+// every streamed token, error message and an extra /v1/models id inside multibyte characters.
+TEST_F(StudyRunTest, AServerThatCutsCharactersLeavesEveryFileUtf8) {
+  const std::string study = WriteStudy(std::string(R"(name: cut characters
+model: {name: m, architecture: LlamaForCausalLM, quantization: bf16, max_context: 8192}
+hardware: {accelerator: nvidia, gpu: H100, gpus: 1}
+traffic: {shape: workload.yaml, seed: 3, requests: 100}
+slo:
+  latency: {ttft_p99: 5s}
+  attainment: 0.9
+candidates:
+  - name: cuts
+    launch:
+      command: ")") + BAKEOFF_BINARY + R"( emulate --instant --host 127.0.0.1 --port 18473 --model m --fault-cut-utf8"
+      port: 18473
+plan:
+  phases: [probes, single, sweep]
+  probes: [readiness, compatibility, bad_input]
+  single_requests: 5
+  concurrency: [4]
+  step_requests: 40
+  repeats: 1
+budget: 3min
+)");
+  const fs::path out = dir_ / "bundle";
+  const Finished run = RunBakeoff({"run", study, "--out", out.string()}, KillAfter(std::chrono::minutes(3)));
+  ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 3) << run.output;
+  std::size_t checked = 0;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(out)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string ext = entry.path().extension().string();
+    Result<std::string> text = ReadFile(entry.path());
+    ASSERT_TRUE(text.ok()) << entry.path();
+    if (ext == ".json") {
+      // nlohmann's parser refuses a string that is not UTF-8.
+      EXPECT_FALSE(json::parse(text.value(), nullptr, false).is_discarded()) << entry.path();
+      ++checked;
+    } else if (ext == ".jsonl") {
+      std::size_t from = 0;
+      while (from < text->size()) {
+        const std::size_t end = std::min(text->find('\n', from), text->size());
+        EXPECT_FALSE(json::parse(text->substr(from, end - from), nullptr, false).is_discarded())
+            << entry.path() << " at byte " << from;
+        from = end + 1;
+      }
+      ++checked;
+    } else if (ext == ".md" || ext == ".html" || ext == ".yaml") {
+      std::size_t replaced = 0;
+      (void)ValidUtf8(text.value(), &replaced);
+      EXPECT_EQ(replaced, 0u) << entry.path();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10u);
+  // The answers were kept as evidence, their cut bytes replaced (U+FFFD), not dropped.
+  std::size_t with_replacements = 0;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(out / "candidates/cuts/probes/evidence")) {
+    Result<std::string> text = ReadFile(entry.path());
+    if (text.ok() && text->find("\xEF\xBF\xBD") != std::string::npos) ++with_replacements;
+  }
+  EXPECT_GT(with_replacements, 0u);
+  // The model list was read although one of its ids is cut: no compatibility finding about it.
+  EXPECT_EQ(ReadJson(out / "candidates/cuts/probes/probes.json").dump().find("models_failed"), std::string::npos);
 }
 
 TEST_F(StudyRunTest, ASpentBudgetSkipsWhatIsLeftAndSaysSo) {
