@@ -9,29 +9,25 @@
 namespace bakeoff::study {
 namespace {
 
-Study Parsed(const std::string& extra, const std::string& slo = "{latency: {ttft_p99: 1s}}") {
-  Result<Study> s = ParseStudy(R"(name: c
+Result<Study> Parse(const std::string& extra, const std::string& slo = "{latency: {ttft_p99: 1s}}") {
+  return ParseStudy(R"(name: c
 model: {name: m, architecture: llama, quantization: f16, max_context: 4096}
 hardware: {accelerator: cpu}
 traffic: {shape: s.yaml}
 candidates:
   - {name: a, url: 'http://127.0.0.1:1'}
 slo: )" + slo + "\n" + extra,
-                               "c.yaml");
+                    "c.yaml");
+}
+
+Study Parsed(const std::string& extra, const std::string& slo = "{latency: {ttft_p99: 1s}}") {
+  Result<Study> s = Parse(extra, slo);
   EXPECT_TRUE(s.ok()) << s.error().message;
   return s.ok() ? s.value() : Study{};
 }
 
 std::string Mistakes(const std::string& extra) {
-  Result<Study> s = ParseStudy(R"(name: c
-model: {name: m, architecture: llama, quantization: f16, max_context: 4096}
-hardware: {accelerator: cpu}
-traffic: {shape: s.yaml}
-slo: {latency: {ttft_p99: 1s}}
-candidates:
-  - {name: a, url: 'http://127.0.0.1:1'}
-)" + extra,
-                               "c.yaml");
+  Result<Study> s = Parse(extra);
   return s.ok() ? "" : s.error().message;
 }
 
