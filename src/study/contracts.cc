@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/yaml_doc.h"
+#include "qualify/probe.h"
 #include "study/study.h"
 
 namespace bakeoff::study {
@@ -241,7 +242,10 @@ std::optional<Judgement> ParseJudgement(std::string_view name) {
   return std::nullopt;
 }
 
-JudgedFinding JudgeFinding(const Study& study, std::string_view code, bool disqualifying, bool info) {
+JudgedFinding JudgeFinding(const Study& study, const qualify::Finding& finding) {
+  const std::string_view code = finding.code;
+  const bool disqualifying = finding.severity == qualify::Severity::kDisqualifying;
+  const bool info = finding.severity == qualify::Severity::kInfo;
   JudgedFinding judged;
   const FindingRule* rule = RuleFor(code);
   if (rule != nullptr) judged.breaks = BrokenName(*rule);

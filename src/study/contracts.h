@@ -21,6 +21,10 @@
 
 #include "study/features.h"
 
+namespace bakeoff::qualify {
+struct Finding;
+}  // namespace bakeoff::qualify
+
 namespace bakeoff::study {
 
 struct Study;
@@ -87,9 +91,8 @@ struct JudgedFinding {
   std::string accepted_reason;  // kAcceptedRisk: the study's reason
 };
 
-// `disqualifying` is the probe's own severity (qualify::Severity::kDisqualifying), `info` its
-// lowest: a stated contract is broken by any finding but a note; without a rule a finding keeps
-// its probe's severity (a code added to qualify/ and not here still disqualifies, never slips by).
-JudgedFinding JudgeFinding(const Study& study, std::string_view code, bool disqualifying, bool info);
+// A stated contract is broken by any finding but an info one; without a rule a finding keeps its
+// probe's severity (a code added to qualify/ and not here still disqualifies, never slips by).
+JudgedFinding JudgeFinding(const Study& study, const qualify::Finding& finding);
 
 }  // namespace bakeoff::study

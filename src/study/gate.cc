@@ -318,8 +318,7 @@ void ApplyProbeEvidence(GateRow& row, const Study& study, const qualify::ProbeRu
   std::vector<std::string> disqualifying;
   for (const qualify::ProbeResult& r : run.results) {
     for (const qualify::Finding& f : r.findings) {
-      const JudgedFinding judged = JudgeFinding(study, f.code, f.severity == qualify::Severity::kDisqualifying,
-                                                f.severity == qualify::Severity::kInfo);
+      const JudgedFinding judged = JudgeFinding(study, f);
       if (judged.judgement != Judgement::kDisqualifies) continue;
       const bool own_cell = judged.breaks.rfind("feature:", 0) == 0 || judged.breaks.rfind("contract:", 0) == 0;
       if (!own_cell) {

@@ -688,8 +688,7 @@ class StudyRunner {
   // A finding of candidate i's probes as the study judges it, beside the catalog's known limit
   // that names it.
   ProbeFinding Judged(std::size_t i, const qualify::Finding& f) const {
-    const JudgedFinding judged = JudgeFinding(study_, f.code, f.severity == qualify::Severity::kDisqualifying,
-                                              f.severity == qualify::Severity::kInfo);
+    const JudgedFinding judged = JudgeFinding(study_, f);
     ProbeFinding out{f.code, qualify::SeverityName(f.severity), f.message, std::string(JudgementName(judged.judgement)),
                      judged.breaks, judged.accepted_reason, "", f.evidence};
     if (const CatalogEntry* entry = Entry(study_.candidates[i]); entry != nullptr) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "qualify/probe.h"
 #include "study/study.h"
 
 namespace bakeoff::study {
@@ -24,6 +25,10 @@ Study Parsed(const std::string& extra, const std::string& slo = "{latency: {ttft
   Result<Study> s = Parse(extra, slo);
   EXPECT_TRUE(s.ok()) << s.error().message;
   return s.ok() ? s.value() : Study{};
+}
+
+JudgedFinding Judge(const Study& s, const char* code, qualify::Severity severity) {
+  return JudgeFinding(s, qualify::Finding{severity, code, "", {}});
 }
 
 std::string Mistakes(const std::string& extra) {
@@ -64,7 +69,7 @@ TEST(ContractsTest, ContractNamesRoundTripAndTypoesAreSuggested) {
 TEST(ContractsTest, AFindingDisqualifiesOnlyWhenItBreaksWhatTheStudyStates) {
   const Study plain = Parsed("requires: {features: [streaming, usage_in_stream]}\n");
   const auto judge = [](const Study& s, const char* code, bool disqualifying = true) {
-    return JudgeFinding(s, code, disqualifying, false);
+    return Judge(s, code, disqualifying ? qualify::Severity::kDisqualifying : qualify::Severity::kWarning);
   };
   EXPECT_EQ(judge(plain, "cancellation.keeps_generating_after_prefill_cancel").judgement, Judgement::kRisk);
   EXPECT_EQ(judge(plain, "sigterm_drain.streams_cut_silently").judgement, Judgement::kRisk);
@@ -72,7 +77,7 @@ TEST(ContractsTest, AFindingDisqualifiesOnlyWhenItBreaksWhatTheStudyStates) {
   EXPECT_EQ(judge(plain, "readiness.never_ready").judgement, Judgement::kDisqualifies);
   EXPECT_EQ(judge(plain, "readiness.never_ready", false).judgement, Judgement::kRisk);
   EXPECT_EQ(judge(plain, "overload.died").judgement, Judgement::kDisqualifies);  // availability is always set
-  EXPECT_EQ(JudgeFinding(plain, "bad_input.accepted", false, true).judgement, Judgement::kNote);
+  EXPECT_EQ(Judge(plain, "bad_input.accepted", qualify::Severity::kInfo).judgement, Judgement::kNote);
   // A code no rule knows keeps its probe's severity: a new probe never slips through silently.
   EXPECT_EQ(judge(plain, "future.probe_code").judgement, Judgement::kDisqualifies);
   EXPECT_EQ(judge(plain, "future.probe_code", false).judgement, Judgement::kRisk);
@@ -93,10 +98,10 @@ TEST(ContractsTest, AcceptedRisksAreRecordedWithTheirReason) {
       "  - {finding: 'cancellation.keeps_generating_after_*_cancel', reason: clients never disconnect mid-stream}\n"
       "  - {finding: overload.no_recovery, reason: the gateway sheds load before the engine}\n");
   ASSERT_EQ(s.accepted_risks.size(), 2u);
-  const JudgedFinding judged = JudgeFinding(s, "cancellation.keeps_generating_after_decode_cancel", true, false);
+  const JudgedFinding judged = Judge(s, "cancellation.keeps_generating_after_decode_cancel", qualify::Severity::kDisqualifying);
   EXPECT_EQ(judged.judgement, Judgement::kAcceptedRisk);
   EXPECT_EQ(judged.accepted_reason, "clients never disconnect mid-stream");
-  EXPECT_EQ(JudgeFinding(s, "overload.queues_without_bound", false, false).judgement, Judgement::kRisk);
+  EXPECT_EQ(Judge(s, "overload.queues_without_bound", qualify::Severity::kWarning).judgement, Judgement::kRisk);
 }
 
 TEST(ContractsTest, AcceptingWhatTheStudyRequiresOrAnUnknownCodeIsAMistake) {
