@@ -45,7 +45,7 @@ struct ProbeFlags {
   std::string out = "bakeoff-probe";
   std::uint32_t saturation = 32;
   std::string overload_duration = "10s";
-  std::string answer_within = "30s";
+  std::string answer_within = "auto";
   std::uint32_t output_tokens = 256;
   std::string quality_set;
   double quality_min_score = 0.8;
@@ -163,10 +163,12 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
     }
     run.probe.phase_patterns.emplace_back(phase.substr(0, equals), pattern);
   }
-  Result<Nanos> answer_within = ParseDuration("--answer-within", f.answer_within);
-  if (!answer_within.ok()) return usage(answer_within.error().message);
-  if (answer_within.value() <= Nanos(0)) return usage("--answer-within: must be positive");
-  run.probe.answer_within = answer_within.value();
+  if (f.answer_within != "auto") {
+    Result<Nanos> answer_within = ParseDuration("--answer-within", f.answer_within);
+    if (!answer_within.ok()) return usage(answer_within.error().message);
+    if (answer_within.value() <= Nanos(0)) return usage("--answer-within: must be positive");
+    run.probe.answer_within = answer_within.value();
+  }
   Status selection = qualify::ValidateProbeSelection(run);
   if (!selection.ok()) return usage(selection.error().message);
   return setup;
@@ -282,7 +284,8 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
                 "Streams that saturate the candidate (overload drives 4x)")
       ->capture_default_str();
   c->add_option("--answer-within", flags->answer_within,
-                "Longest wait for one probe request's answer before it counts as a hang")
+                "Longest wait for one probe request's answer before it counts as a hang; auto: "
+                "4x one long answer at idle, within [10s, 120s]")
       ->capture_default_str();
   c->add_option("--overload-duration", flags->overload_duration, "How long the overload lasts")
       ->capture_default_str();

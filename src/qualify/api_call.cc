@@ -15,7 +15,9 @@ namespace {
 // Collects one response up to a cap; stops the loop at its end.
 class CappedHandler final : public net::ResponseHandler {
  public:
-  CappedHandler(net::EventLoop& loop, std::size_t cap) : loop_(loop), cap_(cap) {}
+  CappedHandler(net::EventLoop& loop, std::size_t cap, MonoTime start)
+      : loop_(loop), cap_(cap), start_(start) {}
+  void OnRequestWritten(MonoTime at) override { call.written = at - start_; }
   void OnHeaders(MonoTime, const net::ResponseHead& head) override {
     call.status = head.status;
     call.content_type = head.content_type;
@@ -40,6 +42,7 @@ class CappedHandler final : public net::ResponseHandler {
  private:
   net::EventLoop& loop_;
   std::size_t cap_;
+  MonoTime start_;
 };
 
 }  // namespace
@@ -78,8 +81,8 @@ ApiCall SendApi(ProbeContext& context, const std::string& name, const std::strin
   const std::size_t sent_bytes = body.size();
   request.body = std::move(body);
   net::EventLoop loop;
-  CappedHandler handler(loop, options.body_cap);
   const MonoTime start = std::chrono::steady_clock::now();
+  CappedHandler handler(loop, options.body_cap, start);
   {
     net::HttpClient client(loop, context.candidate.endpoint(),
                            context.candidate.OptionsWithin(timeout));

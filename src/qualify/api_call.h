@@ -33,6 +33,7 @@ struct ApiCall {
   net::TransportEnd end = net::TransportEnd::kComplete;
   std::string error;  // the transport's detail when `end` is not kComplete
   Nanos took{0};
+  std::optional<Nanos> written;  // when the whole request had been written, from the start
   std::string evidence;  // the exchange file, relative to the output folder
 
   bool Answered() const { return status != 0; }

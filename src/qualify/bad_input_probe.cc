@@ -151,6 +151,7 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
     const Nanos timeout = context.options.answer_within * c.patience;
     options.timeout = timeout;
     options.body_cap = kBodyCap;
+    const std::size_t sent_bytes = c.body.size();
     const ApiCall call = SendApi(context, c.name, path, std::move(c.body), options);
     const std::string seen = call.Describe();
     if (call.ClientError() && call.ErrorMessage()) {
@@ -178,10 +179,18 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
                   {call.evidence});
     } else if (call.TimedOut()) {
       result.AddCheck(c.name, CheckStatus::kFail, seen, {call.evidence});
-      result.Find(
-          Severity::kDisqualifying, "hang",
-          fmt::format("{}: no answer within {:.0f} s ({})", c.name, Seconds(timeout), call.error),
-          {call.evidence});
+      // Whether the server held a request it had read whole, or stopped reading it: the first
+      // is the engine working on it (llama.cpp b4748 tokenizes a 64 MiB prompt for over a minute
+      // before cutting it to its context), the second a server that lets a client stall it.
+      const std::string where =
+          call.written ? fmt::format("the whole request ({} bytes) was written {:.1f} s after the "
+                                     "start, so the server held it",
+                                     sent_bytes, Seconds(*call.written))
+                       : "the server stopped reading the request before it was written whole";
+      result.Find(Severity::kDisqualifying, "hang",
+                  fmt::format("{}: no answer within {:.0f} s; {} ({})", c.name, Seconds(timeout),
+                              where, call.error),
+                  {call.evidence});
     } else if (c.name == "oversized_body") {
       // Closing the connection on a body past any limit, instead of reading 64 MiB to refuse
       // it, is what proxies do; it answers the client, if rudely.

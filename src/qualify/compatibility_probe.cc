@@ -115,9 +115,9 @@ class Compatibility {
     return GreedyBody(model_, api, std::string(prompt), max_tokens);
   }
   ApiCall Send(const std::string& name, dialect::Api api, const json& body,
-               Nanos timeout = seconds(30)) {
+               int patience = 1) {  // times answer_within
     CallOptions options;
-    options.timeout = timeout;
+    options.timeout = context_.options.answer_within * patience;
     return SendApi(context_, name, dialect::ApiPath(api), Dump(body), options);
   }
 
@@ -531,7 +531,7 @@ class Compatibility {
     body["response_format"] = {
         {"type", "json_schema"},
         {"json_schema", {{"name", "pet"}, {"schema", schema}, {"strict", true}}}};
-    const ApiCall call = Send(name, api_, body, seconds(60));
+    const ApiCall call = Send(name, api_, body, 2);
     if (call.ClientError()) {
       Unsupported(name, "response_format json_schema refused: " + call.Describe(), call.evidence);
       return;
@@ -573,7 +573,7 @@ class Compatibility {
                                     {"description", "The current weather in a city"},
                                     {"parameters", parameters}}}}});
     body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
-    const ApiCall call = Send(name, dialect::Api::kChat, body, seconds(60));
+    const ApiCall call = Send(name, dialect::Api::kChat, body, 2);
     if (call.ClientError()) {
       Unsupported(name, "tools refused: " + call.Describe(), call.evidence);
       return;
@@ -654,7 +654,7 @@ class Compatibility {
                             facts_.max_context_source)
               : fmt::format("an assumed context of {} tokens (the server does not say)",
                             kAssumedContext);
-    const ApiCall call = Send(name, api_, Body(api_, prompt, kCutAt), seconds(120));
+    const ApiCall call = Send(name, api_, Body(api_, prompt, kCutAt), 4);
     const bool died = context_.candidate.launch_mode() && !context_.candidate.Running();
     if (call.Success()) {
       Result<dialect::CompletionResponse> decoded = dialect::DecodeCompletionResponse(call.body);

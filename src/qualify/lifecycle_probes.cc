@@ -312,7 +312,7 @@ void ProbeReadiness(ProbeContext& context, ProbeResult& result) {
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, context.options.saturation_concurrency,
                                     context.options.long_output_tokens));
-  batch.WaitStarted(1, seconds(30));
+  batch.WaitStarted(1, context.options.answer_within);
   const HealthUnderLoad busy = PollHealthWhileBusy(context, batch, seconds(10));
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
   result.Measure("health_idle", std::chrono::duration<double, std::milli>(idle.took).count(), "ms");
@@ -342,10 +342,11 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(context.Remaining()),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, streams, context.options.long_output_tokens));
-  if (!batch.WaitStarted(streams, seconds(30))) {
+  if (!batch.WaitStarted(streams, context.options.answer_within)) {
     result.AddCheck("streams in flight", CheckStatus::kFail,
-                    fmt::format("only {} of {} streams had a first token after 30 s",
-                                batch.Started(), streams));
+                    fmt::format("only {} of {} streams had a first token after {:.0f} s",
+                                batch.Started(), streams,
+                                Seconds(context.options.answer_within)));
   }
   const MonoTime sigterm = std::chrono::steady_clock::now();
   candidate.process()->Signal(SIGTERM);

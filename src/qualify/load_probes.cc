@@ -30,14 +30,16 @@ constexpr std::uint32_t kYardstickTokens = 32;
 constexpr double kBusyRatio = 1.5;
 // Slower than idle by less than this is noise, not a busy engine.
 constexpr double kNoiseSeconds = 0.020;
+// The bounded_queue contract: a request is served within this long after an overload ends.
+constexpr Nanos kOverloadRecovery = seconds(30);
 
 // Seconds one forced-length streamed request of kYardstickTokens takes end to end; nullopt when it
 // fails (`error`, when given, says why).
 std::optional<double> Yardstick(ProbeContext& context, std::string* error = nullptr) {
-  StreamBatch batch(context.candidate.endpoint(), context.candidate.OptionsWithin(seconds(60)),
+  StreamBatch batch(context.candidate.endpoint(), context.candidate.OptionsWithin(2 * context.options.answer_within),
                     dialect::ApiPath(context.candidate.spec().api),
                     StreamingBodies(context.candidate, 1, kYardstickTokens, 8));
-  const std::vector<measure::RequestRecord> records = batch.Finish(seconds(60));
+  const std::vector<measure::RequestRecord> records = batch.Finish(2 * context.options.answer_within);
   const measure::RequestRecord& r = records.front();
   if (r.outcome != measure::Outcome::kOk || !r.finished) {
     if (error != nullptr) *error = fmt::format("{}: {}", measure::OutcomeName(r.outcome), r.error);
@@ -144,7 +146,7 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
                       dialect::ApiPath(candidate.spec().api),
                       StreamingBodies(candidate, n, long_output, phase.prompt_words));
     if (phase.wait_first_token) {
-      batch.WaitStarted(n, seconds(30));
+      batch.WaitStarted(n, context.options.answer_within);
     } else {
       std::this_thread::sleep_for(milliseconds(30));  // written, not yet answered
     }
@@ -152,8 +154,8 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
     batch.CancelAll();
     const MonoTime cancelled = std::chrono::steady_clock::now();
     batch.Finish(Nanos{0});
-    const EngineStop engine = AwaitEngineStop(context, cancelled, seconds(30));
-    const Recovery recovery = AwaitRecovery(context, *idle, cancelled, seconds(30));
+    const EngineStop engine = AwaitEngineStop(context, cancelled, context.options.answer_within);
+    const Recovery recovery = AwaitRecovery(context, *idle, cancelled, context.options.answer_within);
     j[phase.name] = {{"streams", n},
                      {"answering_when_cancelled", answering},
                      {"first_yardstick_ratio", recovery.first_ratio},
@@ -178,21 +180,23 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
                       "above 0 for "
                       "{} and it generated {:.0f} more tokens for clients that had left",
                       n, phase.name,
-                      engine.stopped ? fmt::format("{:.1f} s", engine.after_s) : "over 30 s",
+                      engine.stopped ? fmt::format("{:.1f} s", engine.after_s) : fmt::format("over {:.0f} s", Seconds(context.options.answer_within)),
                       *engine.tokens_after));
     } else if (!recovery.recovered && engine.available && engine.stopped) {
       result.Find(Severity::kWarning,
                   std::string("capacity_not_back_after_") + phase.name + "_cancel",
                   fmt::format("the engine's running gauge read 0 {:.1f} s after {} streams were "
                               "cancelled in {}, yet a {}-token request stayed over {:.1f}x its "
-                              "idle time for 30 s",
-                              engine.after_s, n, phase.name, kYardstickTokens, kBusyRatio));
+                              "idle time for {:.0f} s",
+                              engine.after_s, n, phase.name, kYardstickTokens, kBusyRatio,
+                              Seconds(context.options.answer_within)));
     } else if (!recovery.recovered) {
       result.Find(Severity::kDisqualifying, code,
                   fmt::format("after {} streams were cancelled in {}, a {}-token request stayed "
                               "over {:.1f}x its idle "
-                              "time for 30 s: the engine kept working for clients that had left",
-                              n, phase.name, kYardstickTokens, kBusyRatio));
+                              "time for {:.0f} s: the engine kept working for clients that had left",
+                              n, phase.name, kYardstickTokens, kBusyRatio,
+                              Seconds(context.options.answer_within)));
     } else if (recovery.after_s > 2.0) {
       result.Find(Severity::kWarning, std::string("slow_to_stop_after_") + phase.name + "_cancel",
                   fmt::format("capacity came back {:.1f} s after {} streams were cancelled in {}",
@@ -208,7 +212,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   const std::size_t n = context.options.saturation_concurrency * 4;
   const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
   StreamBatch batch(candidate.endpoint(),
-                    candidate.OptionsWithin(context.options.overload_duration + seconds(30)),
+                    candidate.OptionsWithin(context.options.overload_duration + context.options.answer_within),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, n, context.options.long_output_tokens));
   // While overloaded: one more request, to read the headers of a refusal (or see it wait).
@@ -232,6 +236,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   const std::size_t waiting_at_end = n - batch.Started();
+  const std::size_t batch_started_unfinished = batch.Started() - std::min(batch.Started(), batch.Ended());
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
   const MonoTime load_stopped = std::chrono::steady_clock::now();
   std::size_t served = 0, shed = 0, other_errors = 0, cut = 0, shed_with_retry_after = 0;
@@ -297,7 +302,7 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   }
   // Recovery after the load stops.
   std::optional<double> recovered_after;
-  while (!died && !context.stop && std::chrono::steady_clock::now() - load_stopped < seconds(30)) {
+  while (!died && !context.stop && std::chrono::steady_clock::now() - load_stopped < kOverloadRecovery) {
     if (candidate.Generate("Hello", 1, seconds(5)).ok) {
       recovered_after = Seconds(std::chrono::steady_clock::now() - load_stopped);
       break;
@@ -310,7 +315,12 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
     result.Measure("recovery", *recovered_after, "s");
   } else if (!died) {
     result.Find(Severity::kDisqualifying, "no_recovery",
-                "no request succeeded in the 30 s after the overload stopped");
+                fmt::format("no request succeeded in the {:.0f} s after the overload stopped; "
+                            "its {} streams were closed then, {} of them still unanswered and "
+                            "{} mid-answer: an engine that keeps generating for closed streams "
+                            "(see the cancellation probe) is still working through that backlog",
+                            Seconds(kOverloadRecovery), n, waiting_at_end,
+                            batch_started_unfinished));
   }
   // One prompt far past the context (and so past any KV capacity): a clear 4xx, not a hang or a
   // crash. Streamed, so an engine that accepts it is seen answering, not taken for a hang.
@@ -320,11 +330,11 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
         facts.ok() ? facts->max_context_tokens.value_or(32768) : 32768;
     const std::size_t words =
         static_cast<std::size_t>(std::min<std::uint64_t>(context_tokens * 2, 1'000'000));
-    StreamBatch oversized(candidate.endpoint(), candidate.OptionsWithin(seconds(60)),
+    StreamBatch oversized(candidate.endpoint(), candidate.OptionsWithin(2 * context.options.answer_within),
                           dialect::ApiPath(candidate.spec().api),
                           StreamingBodies(candidate, 1, 16, words));
     const MonoTime sent = std::chrono::steady_clock::now();
-    oversized.WaitStarted(1, seconds(30));  // a first token or the end
+    oversized.WaitStarted(1, context.options.answer_within);  // a first token or the end
     const measure::RequestRecord r = oversized.Finish(Nanos{0}).front();
     const std::string exchange = context.evidence.Write(
         "oversized_prompt.json",
@@ -344,7 +354,9 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
                   what + " killed the candidate", {exchange});
     } else if (!r.headers_received) {
       result.Find(Severity::kDisqualifying, "hang_on_oversized_prompt",
-                  what + " got no answer within 30 s", {exchange});
+                  fmt::format("{} got no answer within {:.0f} s", what,
+                              Seconds(context.options.answer_within)),
+                  {exchange});
     } else if (r.http_status >= 500) {
       result.Find(Severity::kWarning, "server_error_on_oversized_prompt",
                   fmt::format("{} got HTTP {} instead of a 4xx", what, r.http_status), {exchange});

@@ -44,17 +44,17 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                 {page_evidence});
   }
   // One stream, scraped in the middle and after.
-  StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(seconds(120)),
+  StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(4 * context.options.answer_within),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, 1, context.options.long_output_tokens * 2));
   // A few tokens in, so per-token counters have had something to count; a fast engine may finish
   // the stream before the scrape, and then what moves "during" it is not known (said so).
-  batch.WaitStarted(1, seconds(30));
+  batch.WaitStarted(1, context.options.answer_within);
   std::this_thread::sleep_for(milliseconds(20));
   const MetricsScrape during = ScrapeMetrics(candidate);
   const bool still_running = batch.Ended() == 0;
   const std::vector<measure::RequestRecord> records =
-      batch.Finish(std::min<Nanos>(context.Remaining(), seconds(120)));
+      batch.Finish(std::min<Nanos>(context.Remaining(), 4 * context.options.answer_within));
   std::this_thread::sleep_for(milliseconds(300));  // engines may update counters just after the end
   const MetricsScrape after = ScrapeMetrics(candidate);
   context.evidence.Write("metrics_during.txt", during.body);

@@ -123,28 +123,53 @@ std::string Evidence::WriteExchange(const std::string& name, const std::string& 
                DumpJson(j, 2));
 }
 
+Nanos PatienceFromPace(Nanos long_answer) {
+  return std::clamp<Nanos>(long_answer * kPatiencePerAnswer, kPatienceFloor, kPatienceCeiling);
+}
+
 const std::vector<ProbeInfo>& AllProbes() {
   using std::chrono::seconds;
+  // Each worst case is the sum of the probe's own waits, in answer_within (A) where a wait is for
+  // an answer, and in the start-up budget (C) where it is for a launch.
   static const std::vector<ProbeInfo> probes = {
       {"cold_start", "spawn to port, ready and first answer, with log phases", true, true,
-       seconds(660), ProbeColdStart},
+       [](const ProbeOptions& o, Nanos) -> Nanos { return o.cold_start_budget + seconds(35); },
+       ProbeColdStart},
       {"readiness", "health against real requests from the spawn on, and under load", false, true,
-       seconds(700), ProbeReadiness},
+       [](const ProbeOptions& o, Nanos) -> Nanos {
+         return o.cold_start_budget + seconds(45) + o.answer_within;
+       },
+       ProbeReadiness},
       {"compatibility", "the OpenAI API features a benchmark relies on, one check each", false,
-       false, seconds(240), ProbeCompatibility},
+       false, [](const ProbeOptions& o, Nanos) -> Nanos { return 8 * o.answer_within; },
+       ProbeCompatibility},
       {"bad_input", "invalid requests get a 4xx; no 5xx, hang or death; health after each", false,
-       false, seconds(420), ProbeBadInput},
+       false,
+       [](const ProbeOptions& o, Nanos) -> Nanos { return 4 * o.answer_within + seconds(30); },
+       ProbeBadInput},
       {"quality", "a prompt set asked greedily and scored against its references", false, false,
-       seconds(600), ProbeQuality},
+       [](const ProbeOptions& o, Nanos) -> Nanos { return 20 * o.answer_within; }, ProbeQuality},
       {"observability", "metrics page: which operator signals exist, and when counters move", false,
-       false, seconds(180), ProbeObservability},
+       false, [](const ProbeOptions& o, Nanos) -> Nanos { return 6 * o.answer_within; },
+       ProbeObservability},
       {"cancellation", "abandoned streams stop their work and capacity comes back", false, false,
-       seconds(120), ProbeCancellation},
-      {"overload", "shedding, queueing and recovery far above capacity", false, false, seconds(120),
+       [](const ProbeOptions& o, Nanos) -> Nanos { return 4 * o.answer_within; },
+       ProbeCancellation},
+      {"overload", "shedding, queueing and recovery far above capacity", false, false,
+       [](const ProbeOptions& o, Nanos) -> Nanos {
+         return o.overload_duration + 3 * o.answer_within + seconds(30);
+       },
        ProbeOverload},
       {"sigterm_drain", "streams in flight at SIGTERM finish or end visibly; exit in the grace",
-       true, false, seconds(180), ProbeSigtermDrain},
-      {"restart", "SIGKILL, relaunch, time to the first good answer", true, false, seconds(660),
+       true, false,
+       [](const ProbeOptions& o, Nanos grace) -> Nanos {
+         return 2 * o.answer_within + grace + seconds(30);
+       },
+       ProbeSigtermDrain},
+      {"restart", "SIGKILL, relaunch, time to the first good answer", true, false,
+       [](const ProbeOptions& o, Nanos) -> Nanos {
+         return o.cold_start_budget + o.answer_within + seconds(30);
+       },
        ProbeRestart},
   };
   return probes;
@@ -189,6 +214,29 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
   ProbeRun run;
   const MonoTime run_start = std::chrono::steady_clock::now();
   std::string& unavailable = run.unavailable;
+  ProbeOptions paced = options.probe;
+  if (paced.answer_within > Nanos{0}) run.answer_within_source = "given";
+  // Once the candidate serves: one long answer at idle sets answer_within (when not given).
+  auto measure_pace = [&] {
+    if (paced.answer_within > Nanos{0}) return;
+    const target::GenerationAnswer answer = candidate.Generate(
+        "Tell a long story about a lighthouse keeper.", paced.long_output_tokens, kPatienceCeiling);
+    const std::uint64_t tokens = answer.completion_tokens.value_or(0);
+    if (!answer.ok || tokens == 0) {
+      paced.answer_within = kPatienceCeiling;
+      run.answer_within_source = fmt::format("the ceiling: the pace request failed ({})",
+                                             answer.ok ? "no usage" : answer.error);
+    } else {
+      const Nanos long_answer = answer.took * paced.long_output_tokens / std::max<std::uint64_t>(tokens, 1);
+      paced.answer_within = PatienceFromPace(long_answer);
+      run.answer_within_source = fmt::format(
+          "{} x a {}-token answer at idle ({:.2f} s for {} tokens), within [{:.0f} s, {:.0f} s]",
+          kPatiencePerAnswer, paced.long_output_tokens, Seconds(answer.took), tokens,
+          Seconds(kPatienceFloor), Seconds(kPatienceCeiling));
+    }
+    log(fmt::format("probes wait {:.0f} s for one answer: {}", Seconds(paced.answer_within),
+                    run.answer_within_source));
+  };
   for (const ProbeInfo& info : AllProbes()) {
     if (!Selected(options, info.name)) continue;
     ProbeResult result;
@@ -198,13 +246,29 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
       result.verdict = Verdict::kNotRun;
       result.not_run_reason = std::move(reason);
     };
+    // Before the pace is known (the fresh-start probes come first), waits take the ceiling.
+    ProbeOptions now = paced;
+    if (now.answer_within <= Nanos{0}) now.answer_within = kPatienceCeiling;
+    // False, and the probe not run, when its worst case does not fit what is left of the budget.
+    auto fits = [&] {
+      const Nanos worst = info.worst_case(now, candidate.spec().grace);
+      const Nanos used = std::chrono::steady_clock::now() - run_start;
+      const Nanos left = options.budget ? std::max(Nanos{0}, *options.budget - used) : Nanos::max();
+      if (worst <= left) return true;
+      not_run(fmt::format("skipped for the budget: its worst case is {:.0f} s, {:.0f} s of the "
+                          "probes' {:.0f} s were left",
+                          Seconds(worst), Seconds(left), Seconds(*options.budget)));
+      run.skipped_for_budget.push_back(fmt::format("{} (worst case {:.0f} s, {:.0f} s left)",
+                                                   info.name, Seconds(worst), Seconds(left)));
+      return false;
+    };
     if (stop) {
       run.interrupted = true;
       not_run("interrupted");
     } else if (info.needs_launch && !candidate.launch_mode()) {
       not_run("attach mode: this probe signals or relaunches the process; pass --launch");
     } else if (info.needs_fresh_start && candidate.launch_mode()) {
-      if (candidate.Running()) candidate.Stop();
+      if (fits() && candidate.Running()) candidate.Stop();
     } else if (!unavailable.empty()) {
       not_run(unavailable);
     } else {
@@ -218,18 +282,25 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
         unavailable = fmt::format("the candidate is not up (found before {}): {}", info.name,
                                   up.error().message);
         not_run(unavailable);
+      } else {
+        measure_pace();  // the worst case below counts in the candidate's own pace
+        now = paced;
+        (void)fits();
       }
     }
     if (result.verdict != Verdict::kNotRun) {
       log(fmt::format("probe {}: {}", info.name, info.summary));
       const Evidence evidence(options.out_dir, result.name);
-      ProbeContext context{candidate, evidence, options.probe, stop, log, start + info.time_bound};
+      result.worst_case = info.worst_case(now, candidate.spec().grace);
+      ProbeContext context{candidate, evidence, now, stop, log, start + result.worst_case};
       info.run(context, result);
       if (stop) {
         run.interrupted = true;
         result.Find(Severity::kInfo, "interrupted",
                     "the probe was interrupted; its result is partial");
       }
+      // A fresh-start probe leaves the candidate serving: the pace is taken there.
+      if (candidate.Running() && !stop) measure_pace();
     }
     result.Conclude();
     result.took = std::chrono::steady_clock::now() - start;
@@ -237,6 +308,7 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
                     result.not_run_reason.empty() ? "" : " (" + result.not_run_reason + ")"));
     run.results.push_back(std::move(result));
   }
+  run.answer_within = paced.answer_within;
   if (candidate.launch_mode() && candidate.Running()) candidate.Stop();
   if (Result<target::TargetFacts> facts = candidate.Facts(); facts.ok()) {
     run.model = facts->model;

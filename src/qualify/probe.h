@@ -6,7 +6,8 @@
 // input, observability, quality) and returns a ProbeResult: checks, measurements and findings,
 // each finding with its evidence (files in the output folder). The verdict follows from the
 // findings: any disqualifying finding fails the probe; warnings alone make it "warn".
-// Every probe has a time bound; a candidate that dies during one makes that probe report it, and
+// Every probe has a worst case known before it starts (its deadline, from the options and the
+// patience answer_within, itself taken from the candidate's pace unless given); a candidate that dies during one makes that probe report it, and
 // the runner brings the candidate back (launch mode) before the next.
 // Does not own: the candidate's process and HTTP calls (target/candidate.h), the probes' own
 // logic (qualify/*_probes.cc), probes.json's rendering (qualify/probe_report.h).
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +66,7 @@ struct ProbeResult {
   std::vector<Check> checks;
   std::vector<Measurement> measurements;
   std::vector<Finding> findings;
+  Nanos worst_case{0};  // its deadline, from the start (0 when it did not run)
   Nanos took{0};
 
   void Find(Severity severity, std::string code, std::string message,
@@ -109,8 +112,11 @@ struct ProbeOptions {
   // Optional log patterns (ECMAScript regex) that mark the end of a cold-start phase.
   std::vector<std::pair<std::string, std::string>> phase_patterns;  // (phase name, regex)
   std::filesystem::path quality_set;  // JSONL; empty: the built-in set
-  // The longest wait for the answer to one probe request before it counts as a hang.
-  Nanos answer_within = std::chrono::seconds(30);
+  // The longest wait for the answer to one probe request before it counts as a hang, and the
+  // unit of a probe's other waits and of its worst case (ProbeInfo::worst_case). Zero: taken from
+  // the candidate's own pace once it is up (PatienceFromPace), so that a CPU engine is given the
+  // time its answers take and a fast GPU engine no more than it needs.
+  Nanos answer_within{0};
   double quality_min_score = 0.8;  // the quality probe's score below this disqualifies
 };
 
@@ -132,9 +138,18 @@ struct ProbeInfo {
   std::string_view summary;        // one line for --help and the table
   bool needs_launch = false;       // signals or relaunches the process: not run in attach mode
   bool needs_fresh_start = false;  // observes a launch from the spawn: runs on a stopped candidate
-  Nanos time_bound;
+  // The longest the probe may take with these options (answer_within set) and the candidate's
+  // SIGTERM grace: its deadline, known before it starts, so a runner can budget it.
+  Nanos (*worst_case)(const ProbeOptions& options, Nanos grace);
   std::function<void(ProbeContext&, ProbeResult&)> run;
 };
+
+// answer_within from the time one long greedy answer (ProbeOptions::long_output_tokens) took at
+// idle: kPatiencePerAnswer times it, within [kPatienceFloor, kPatienceCeiling].
+inline constexpr Nanos kPatienceFloor = std::chrono::seconds(10);
+inline constexpr Nanos kPatienceCeiling = std::chrono::seconds(120);
+inline constexpr int kPatiencePerAnswer = 4;
+Nanos PatienceFromPace(Nanos long_answer);
 
 // Every probe, in the order they run.
 const std::vector<ProbeInfo>& AllProbes();
@@ -144,6 +159,9 @@ struct ProbeRunOptions {
   std::vector<std::string> skip;
   std::filesystem::path out_dir;
   ProbeOptions probe;
+  // The probes' share of a study's budget: a probe whose worst case exceeds what is left of it
+  // when its turn comes is skipped for the budget (not_run, said so). None: no limit.
+  std::optional<Nanos> budget;
 };
 
 // Checks --only/--skip names against AllProbes(): kInvalidInput listing the known names.
@@ -155,6 +173,9 @@ struct ProbeRun {
   bool emulated = false;
   bool interrupted = false;
   std::string unavailable;  // why the candidate could not be brought up, when it could not
+  Nanos answer_within{0};   // what the probes waited for one answer
+  std::string answer_within_source;  // "given", or the pace it was taken from
+  std::vector<std::string> skipped_for_budget;  // "restart (worst case 95 s, 41 s left)"
   Nanos took{0};
   bool Disqualified() const;
   // No selected probe ran (every one not_run): nothing was qualified.

@@ -34,11 +34,15 @@ std::string ProbesJson(const ProbeRun& run, const ProbedTarget& target) {
   j["disqualified"] = run.Disqualified();
   j["interrupted"] = run.interrupted;
   j["took_s"] = std::chrono::duration<double>(run.took).count();
+  j["answer_within_s"] = std::chrono::duration<double>(run.answer_within).count();
+  j["answer_within_source"] = run.answer_within_source;
+  j["skipped_for_budget"] = run.skipped_for_budget;
   j["probes"] = Json::array();
   for (const ProbeResult& r : run.results) {
     Json probe = {{"name", r.name},
                   {"verdict", VerdictName(r.verdict)},
-                  {"took_s", std::chrono::duration<double>(r.took).count()}};
+                  {"took_s", std::chrono::duration<double>(r.took).count()},
+                  {"worst_case_s", std::chrono::duration<double>(r.worst_case).count()}};
     if (!r.not_run_reason.empty()) probe["not_run_reason"] = r.not_run_reason;
     probe["findings"] = Json::array();
     for (const Finding& f : r.findings) probe["findings"].push_back(FindingJson(f));
@@ -75,6 +79,11 @@ std::string FormatProbeTable(const ProbeRun& run, const ProbedTarget& target) {
       if (more.size() > 110) more = std::string(Utf8Prefix(more, 107)) + "...";
       out += fmt::format("{:<33} {}\n", "", more);
     }
+  }
+  if (!run.answer_within_source.empty()) {
+    out += fmt::format("waited up to {:.0f} s for one answer ({})\n",
+                       std::chrono::duration<double>(run.answer_within).count(),
+                       run.answer_within_source);
   }
   out += run.Disqualified() ? "verdict: DISQUALIFIED (a probe found a disqualifying problem)\n"
                             : "verdict: nothing disqualifying found\n";

@@ -20,8 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr Nanos kItemTimeout = std::chrono::seconds(60);
-
 // A file-name-safe form of an item id, for its exchange's evidence file.
 std::string FileSafe(const std::string& id) {
   std::string safe;
@@ -65,7 +63,7 @@ void ProbeQuality(ProbeContext& context, ProbeResult& result) {
       why = "not asked: the probe's time bound passed";
     } else {
       CallOptions options;
-      options.timeout = kItemTimeout;
+      options.timeout = 2 * context.options.answer_within;
       const ApiCall call = SendApi(context, fmt::format("item_{:03}_{}", index, FileSafe(item.id)),
                                    path, Dump(ItemBody(item, facts->model, api)), options);
       evidence.push_back(call.evidence);

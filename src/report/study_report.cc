@@ -158,6 +158,16 @@ std::string StudyMarkdown(const StudyResults& r) {
   md += "\n## The method's common mistakes, checked on this study\n\n";
   if (r.verdict.mistakes.empty()) md += "None found.\n";
   for (const study::Mistake& m : r.verdict.mistakes) md += fmt::format("- `{}`: {}\n", m.code, m.message);
+  if (!r.budget_plan.empty()) {
+    md += "\n## Budget\n\n";
+    for (const std::string& line : r.budget_plan) md += fmt::format("- {}\n", line);
+    if (r.budget_cuts.empty()) {
+      md += "\nNothing was cut: every phase that ran measured what the plan asked.\n";
+    } else {
+      md += "\nWhat the budget cut:\n\n";
+      for (const std::string& cut : r.budget_cuts) md += fmt::format("- {}\n", cut);
+    }
+  }
   if (!r.skipped.empty() || !r.resumed.empty()) {
     md += "\n## Skipped and resumed\n\n";
     for (const std::string& s2 : r.skipped) md += fmt::format("- skipped {}\n", s2);
@@ -191,6 +201,7 @@ std::string StudySummaryText(const StudyResults& r) {
     for (const study::Mistake& m : r.verdict.mistakes) out += fmt::format("  - {}: {}\n", m.code, m.message);
   }
   for (const std::string& s : r.skipped) out += "skipped " + s + "\n";
+  for (const std::string& cut : r.budget_cuts) out += "budget cut " + cut + "\n";
   return out;
 }
 

@@ -79,6 +79,8 @@ static Result<StudyResults> ReadBundleOrThrow(const fs::path& bundle) {
   r.interrupted = r.manifest.value("interrupted", false);
   r.budget_spent = r.manifest.value("budget_spent", false);
   r.skipped = r.manifest.value("skipped", std::vector<std::string>());
+  r.budget_plan = r.manifest.value("budget_plan", std::vector<std::string>());
+  r.budget_cuts = r.manifest.value("budget_cuts", std::vector<std::string>());
   r.resumed = r.manifest.value("resumed", std::vector<std::string>());
 
   Result<std::optional<GateTable>> gate = ReadPart(bundle, "gate.json", GateTableFromJson);

@@ -24,6 +24,7 @@
 #include "core/yaml_doc.h"
 #include "emulate/engine_preset.h"
 #include "qualify/probe_report.h"
+#include "study/budget.h"
 #include "run/load_target.h"
 #include "stats/quantile.h"
 #include "target/adapters.h"
@@ -183,7 +184,8 @@ class StudyRunner {
       : study_(study),
         options_(options),
         log_(log),
-        halt_(stop, std::chrono::steady_clock::now() + study.budget) {
+        deadline_(std::chrono::steady_clock::now() + study.budget),
+        halt_(stop, deadline_) {
     results_.study = study;
     results_.bundle = options.out_dir;
   }
@@ -215,6 +217,7 @@ class StudyRunner {
     }
     if (Status st = WriteGate(); !st.ok()) return st.error();
     if (Status st = CheckComparable(); !st.ok()) return st.error();
+    PlanBudget();
     for (CandidateResult& c : results_.candidates) {
       if (const target::EngineAdapter* adapter = target::FindAdapter(c.engine);
           adapter != nullptr && adapter->request.ignore_eos.empty()) {
@@ -235,6 +238,7 @@ class StudyRunner {
     for (std::size_t i = 0; i < study_.candidates.size(); ++i) {
       if (!results_.candidates[i].eliminated) survivors.push_back(i);
     }
+    PlanLoadBudget(survivors);
     auto rotated = [&](std::uint32_t round) {
       std::vector<std::size_t> order = survivors;
       if (!order.empty()) std::rotate(order.begin(), order.begin() + (round % order.size()), order.end());
@@ -577,6 +581,68 @@ class StudyRunner {
     processes_.erase(found);
   }
 
+  // --- The budget (study/budget.h) ---
+
+  // Before anything runs: each candidate's share for its probes.
+  void PlanBudget() {
+    std::size_t probing = 0;
+    bool real = false;
+    for (std::size_t i = 0; i < results_.candidates.size(); ++i) {
+      if (results_.candidates[i].eliminated) continue;
+      ++probing;
+      real = real || study_.candidates[i].kind != CandidateKind::kEmulated;
+    }
+    std::string line = fmt::format("budget {:.0f} s", ToSeconds(study_.budget));
+    if (study_.Runs(Phase::kProbes) && probing > 0) {
+      probe_share_ = ProbeShare(study_, probing, real);
+      line += fmt::format(": the probes of each of {} candidates up to {:.0f} s (a probe whose worst case does not "
+                          "fit what is left is skipped)",
+                          probing, ToSeconds(*probe_share_));
+    }
+    results_.budget_plan.push_back(line);
+    log_(line);
+  }
+
+  // After the probes: what the load phases of the survivors share. Emulated candidates' load
+  // runs on the virtual clock and takes no share.
+  void PlanLoadBudget(const std::vector<std::size_t>& survivors) {
+    std::size_t real = 0;
+    for (std::size_t i : survivors) real += study_.candidates[i].kind == CandidateKind::kEmulated ? 0 : 1;
+    const double per_candidate = CandidateLoadWeight(study_);
+    pending_weight_ = per_candidate * static_cast<double>(real);
+    if (pending_weight_ <= 0) return;
+    const Nanos left = std::max(Nanos{0}, deadline_ - std::chrono::steady_clock::now());
+    std::string line = fmt::format(
+        "load phases: {:.0f} s left for {} candidate(s), shared by weight when each phase starts (single 1, "
+        "sweep 1 per level, replay 2 per round, capacity 4): about {:.0f} s each",
+        ToSeconds(left), real, ToSeconds(left) / static_cast<double>(real));
+    if (study_.Runs(Phase::kSweep)) {
+      line += fmt::format(", {:.0f} s per sweep level",
+                          ToSeconds(SliceOf(left, 1, pending_weight_)));
+    }
+    if (study_.Runs(Phase::kCapacity)) {
+      line += fmt::format(", {:.0f} s per capacity search", ToSeconds(SliceOf(left, 4, pending_weight_)));
+    }
+    results_.budget_plan.push_back(line);
+    log_(line);
+  }
+
+  // The slice of the time left that candidate i's run of `phase` gets now (none for a simulated
+  // one), taking its weight off what is pending.
+  std::optional<Nanos> TakeSlice(std::size_t i, Phase phase) {
+    if (study_.candidates[i].kind == CandidateKind::kEmulated) return std::nullopt;
+    const double weight = PhaseWeight(study_, phase);
+    const Nanos left = std::max(Nanos{0}, deadline_ - std::chrono::steady_clock::now());
+    const Nanos slice = SliceOf(left, weight, pending_weight_);
+    pending_weight_ = std::max(0.0, pending_weight_ - weight);
+    return slice;
+  }
+
+  void Cut(std::string what) {
+    log_("budget: " + what);
+    results_.budget_cuts.push_back(std::move(what));
+  }
+
   // --- Phases ---
 
   fs::path Dir(std::size_t i, const std::string& leaf) const {
@@ -653,8 +719,12 @@ class StudyRunner {
       for (const target::LogPhase& phase : adapter->cold_start) run.probe.phase_patterns.emplace_back(phase.name, phase.pattern);
     }
     if (study_.slo.cold_start_max) run.probe.cold_start_budget = *study_.slo.cold_start_max;
+    run.budget = probe_share_;
     log_(fmt::format("{}: probes", spec.name));
     const qualify::ProbeRun probed = qualify::RunProbes(candidate.value(), run, halt_.flag(), log_);
+    for (const std::string& skipped : probed.skipped_for_budget) {
+      Cut(fmt::format("{}/probes: {} not run: skipped for the budget", spec.name, skipped));
+    }
     const qualify::ProbedTarget described{target_spec->url, target_spec->launch ? "launch" : "attach",
                                           target_spec->launch ? fmt::format("{}", fmt::join(target_spec->launch->argv, " ")) : ""};
     const std::string probes_json = Relative(dir / "probes.json");
@@ -804,6 +874,8 @@ class StudyRunner {
     CandidateResult& c = results_.candidates[i];
     const std::string name = fmt::format("{}-r{}", PhaseName(phase), round);
     const fs::path dir = Dir(i, name);
+    // Its weight leaves the pending share whether it runs, is read back or is skipped.
+    const std::optional<Nanos> slice = TakeSlice(i, phase);
     if (std::optional<PhaseResult> saved = Saved(dir, PhaseResultFromJson)) {
       if (!saved->error.empty()) c.failed = saved->error;
       c.emulated = c.emulated || saved->emulated;
@@ -830,8 +902,17 @@ class StudyRunner {
     result.simulated = target->simulated;
     run::LoadJob job = Job(dir);
     job.run.steps = Steps(phase);
+    std::vector<std::uint64_t> planned;
+    const Nanos per_step = slice ? *slice / static_cast<std::int64_t>(std::max<std::size_t>(1, job.run.steps.size())) : Nanos{0};
+    for (load::StepSpec& step : job.run.steps) {
+      planned.push_back(step.limits.requests.value_or(0));
+      if (slice && !target->simulated) {
+        step.limits.duration = std::max<Nanos>(std::chrono::seconds(1), per_step);
+      }
+    }
     log_(fmt::format("{}: {} ({}){}", study_.candidates[i].name, PhaseName(phase), round + 1,
-                     target->simulated ? " on the virtual clock" : ""));
+                     target->simulated ? " on the virtual clock"
+                                       : slice ? fmt::format(", {:.0f} s of the budget", ToSeconds(*slice)) : ""));
     Result<run::BenchOutcome> outcome = run::RunLoadJob(target.value(), std::move(job), halt_.flag(), Quiet());
     if (!outcome.ok()) {
       c.failed = fmt::format("{}: {}", name, outcome.error().message);
@@ -853,6 +934,14 @@ class StudyRunner {
     if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(result), 2)); !st.ok()) {
       log_(st.error().message);
     }
+    for (std::size_t k = 0; k < result.steps.size() && k < planned.size() && result.error.empty(); ++k) {
+      if (slice && result.steps[k].measured < planned[k]) {
+        Cut(fmt::format("{}/{} {}: {} of {} requests measured in its {:.0f} s of the budget (wider confidence "
+                        "intervals)",
+                        study_.candidates[i].name, name, result.steps[k].label, result.steps[k].measured, planned[k],
+                        ToSeconds(per_step)));
+      }
+    }
     c.phases.push_back(std::move(result));
   }
 
@@ -870,6 +959,7 @@ class StudyRunner {
   void Capacity(std::size_t i) {
     CandidateResult& c = results_.candidates[i];
     const fs::path dir = Dir(i, "capacity");
+    const std::optional<Nanos> slice = TakeSlice(i, Phase::kCapacity);
     if (std::optional<CapacitySummary> saved = Saved(dir, CapacitySummaryFromJson)) {
       c.capacity = std::move(*saved);
       c.emulated = c.emulated || c.capacity.emulated;
@@ -907,8 +997,17 @@ class StudyRunner {
     const double window_rate = WindowRate(*trace_, warmup + study_.plan.step_requests);
     const double workload_rate = window_rate > 0 ? window_rate : std::max(results_.workload.rate_per_s, 1e-9);
     std::map<double, std::vector<StepFigures>> trials;
+    // The search ends at its slice of the budget with what it has bracketed by then, and no trial
+    // takes more than a fifth of the slice, so that several rates fit.
+    std::optional<Halt> slice_halt;
+    if (slice && !target->simulated) slice_halt.emplace(halt_.flag(), std::chrono::steady_clock::now() + *slice);
+    const std::atomic<bool>& stop = slice_halt ? slice_halt->flag() : halt_.flag();
+    const std::optional<Nanos> trial_cap =
+        slice_halt ? std::optional<Nanos>(std::max<Nanos>(std::chrono::seconds(5), *slice / 5)) : std::nullopt;
     log_(fmt::format("{}: capacity search from {:.3g} req/s{}", study_.candidates[i].name, o.start_rate_per_s,
-                     target->simulated ? " on the virtual clock" : ""));
+                     target->simulated ? " on the virtual clock"
+                     : slice_halt      ? fmt::format(", {:.0f} s of the budget", ToSeconds(*slice))
+                                       : ""));
     auto measure = [&](double rate, std::uint32_t repeat) -> Result<analyze::RateTrial> {
       const fs::path trial_dir = dir / fmt::format("rate-{:.4g}-r{}", rate, repeat);
       run::LoadJob job = Job(trial_dir);
@@ -921,10 +1020,11 @@ class StudyRunner {
       s.trace = trace_.get();
       s.time_scale = workload_rate / rate;
       s.limits.requests = study_.plan.step_requests;
+      s.limits.duration = trial_cap;
       s.limits.warmup_requests = warmup;
       s.label = fmt::format("rate={:.4g}/s", rate);
       job.run.steps = {s};
-      Result<run::BenchOutcome> outcome = run::RunLoadJob(repeat_target, std::move(job), halt_.flag(), Quiet());
+      Result<run::BenchOutcome> outcome = run::RunLoadJob(repeat_target, std::move(job), stop, Quiet());
       if (!outcome.ok()) return outcome.error();
       if (outcome->steps.empty()) return MakeError(ErrorCode::kUnavailable, "the step did not run");
       const analyze::StepAnalysis& step = outcome->steps.front();
@@ -937,28 +1037,61 @@ class StudyRunner {
                        study_.candidates[i].name, rate, repeat + 1, 100 * step.slo_attainment, step.ttft_ms.p99.value));
       return t;
     };
-    const analyze::CapacityResult found = analyze::SearchCapacity(o, measure, halt_.flag());
+    const analyze::CapacityResult found = analyze::SearchCapacity(o, measure, stop);
     std::vector<std::vector<StepFigures>> per_point;
     for (const analyze::RatePoint& p : found.points) per_point.push_back(trials[p.rate_per_s]);
     c.capacity = SummarizeCapacity(found, per_point);
     c.capacity.simulated = target->simulated;
     c.capacity.emulated = c.emulated;
     c.capacity.path = Relative(dir / "result.json");
-    if (found.interrupted || halt_.halted()) {
+    const bool cut_at_slice = slice_halt && found.interrupted && !halt_.halted();
+    if (slice_halt) NoteCapacityCut(i, found, per_point, *slice, cut_at_slice);
+    if ((found.interrupted || halt_.halted()) && !cut_at_slice) {
       c.capacity.skipped_reason = halt_.user_stopped() ? "interrupted" : "cut when the budget was spent";
       Skip(i, "capacity", c.capacity.skipped_reason);
       c.capacity.ran = false;
       return;
     }
-    if (found.bracket == analyze::Bracket::kUnfinished && !found.stopped_reason.empty()) {
+    if (found.bracket == analyze::Bracket::kUnfinished && !found.stopped_reason.empty() && !cut_at_slice) {
       c.capacity.error = found.stopped_reason;
     }
+    if (cut_at_slice) c.capacity.stopped_reason = "ended at its slice of the budget";
     if (Status st = WriteFileAtomically(dir / "result.json", DumpJson(ToJson(c.capacity), 2)); !st.ok()) {
       log_(st.error().message);
     }
     log_(fmt::format("{}: capacity {}", study_.candidates[i].name,
                      c.capacity.capacity_per_s >= 0 ? fmt::format("{:.3g} req/s ({})", c.capacity.capacity_per_s, c.capacity.bracket)
                                                     : c.capacity.bracket));
+  }
+
+  // What the capacity search's slice of the budget cost: trials that measured fewer requests than
+  // planned, and a search ended before its bracket was narrow enough (its result a lower bound).
+  void NoteCapacityCut(std::size_t i, const analyze::CapacityResult& found,
+                       const std::vector<std::vector<StepFigures>>& per_point, Nanos slice, bool cut_at_slice) {
+    const std::string& name = study_.candidates[i].name;
+    std::size_t short_trials = 0, all_trials = 0;
+    for (const std::vector<StepFigures>& point : per_point) {
+      for (const StepFigures& t : point) {
+        ++all_trials;
+        short_trials += t.measured < study_.plan.step_requests ? 1 : 0;
+      }
+    }
+    if (short_trials > 0) {
+      Cut(fmt::format("{}/capacity: {} of {} trials measured fewer than {} requests (a trial may take a fifth of the "
+                      "search's {:.0f} s)",
+                      name, short_trials, all_trials, study_.plan.step_requests, ToSeconds(slice)));
+    }
+    if (!cut_at_slice) return;
+    const std::string what =
+        found.capacity_per_s
+            ? fmt::format("capacity is at least {:.3g} req/s{}", *found.capacity_per_s,
+                          found.first_failing_per_s ? fmt::format(" and below {:.3g}", *found.first_failing_per_s) : "")
+            : found.first_failing_per_s ? fmt::format("no rate passed; {:.3g} req/s failed", *found.first_failing_per_s)
+                                        : "no rate was measured whole";
+    const std::string note = fmt::format("the search ended at its {:.0f} s of the budget after {} rate(s): {}",
+                                         ToSeconds(slice), found.points.size(), what);
+    results_.candidates[i].capacity.notes.push_back(note);
+    Cut(fmt::format("{}/capacity: {}", name, note));
   }
 
   // Runs' own progress lines are not repeated: the study prints one line per phase.
@@ -989,6 +1122,8 @@ class StudyRunner {
             {"engines", engines},
             {"resumed", results_.resumed},
             {"skipped", results_.skipped},
+            {"budget_plan", results_.budget_plan},
+            {"budget_cuts", results_.budget_cuts},
             {"budget_s", ToSeconds(study_.budget)},
             {"budget_spent", !halt_.user_stopped() && halt_.budget_spent()},
             {"interrupted", halt_.user_stopped()}};
@@ -997,6 +1132,7 @@ class StudyRunner {
   const Study& study_;
   const StudyRunOptions& options_;
   const std::function<void(const std::string&)>& log_;
+  const MonoTime deadline_;
   Halt halt_;
   StudyResults results_;
   std::optional<Catalog> catalog_;
@@ -1008,6 +1144,8 @@ class StudyRunner {
   std::string started_at_;
   std::map<std::size_t, std::unique_ptr<target::Candidate>> processes_;
   std::set<std::size_t> detected_;  // launched candidates already asked for their version
+  std::optional<Nanos> probe_share_;  // each candidate's probes' share of the budget
+  double pending_weight_ = 0;         // of the load phase runs not yet started
 };
 
 }  // namespace

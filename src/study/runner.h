@@ -61,6 +61,11 @@ struct StudyResults {
   bool interrupted = false;
   bool budget_spent = false;
   std::vector<std::string> skipped;  // "candidate/phase: why"
+  // How the budget was shared before the run (study/budget.h), and what its cuts cost: probes
+  // skipped for it, steps that measured fewer requests than planned in their slice, a capacity
+  // search ended at its slice.
+  std::vector<std::string> budget_plan;
+  std::vector<std::string> budget_cuts;
   std::vector<std::string> resumed;  // "candidate/phase" read back from an earlier run
 };
 

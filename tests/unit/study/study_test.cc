@@ -27,7 +27,7 @@ TEST(StudyTest, TheDemoStudyReadsWhole) {
   EXPECT_EQ(s->slo.latency.terms.size(), 2u);
   EXPECT_EQ(s->required_features.size(), 3u);
   EXPECT_EQ(s->objective, Objective::kMaxGoodputPerCost);
-  EXPECT_EQ(s->budget, std::chrono::minutes(4));
+  EXPECT_EQ(s->budget, std::chrono::minutes(10));
   EXPECT_EQ(s->traffic.source, TrafficSource::kShape);
   EXPECT_EQ(s->traffic.file.filename(), "workload.yaml");
   EXPECT_EQ(s->catalog.filename(), "catalog.yaml");
