@@ -183,9 +183,10 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
       // is the engine working on it (llama.cpp b4748 tokenizes a 64 MiB prompt for over a minute
       // before cutting it to its context), the second a server that lets a client stall it.
       const std::string where =
-          call.written ? fmt::format("the whole request ({} bytes) was written {:.1f} s after the "
-                                     "start, so the server held it",
-                                     sent_bytes, Seconds(*call.written))
+          call.written ? fmt::format(
+                             "the whole request ({} bytes) was written {:.1f} s after the "
+                             "start, so the server held it",
+                             sent_bytes, Seconds(*call.written))
                        : "the server stopped reading the request before it was written whole";
       result.Find(Severity::kDisqualifying, "hang",
                   fmt::format("{}: no answer within {:.0f} s; {} ({})", c.name, Seconds(timeout),

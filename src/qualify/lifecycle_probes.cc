@@ -345,8 +345,7 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   if (!batch.WaitStarted(streams, context.options.answer_within)) {
     result.AddCheck("streams in flight", CheckStatus::kFail,
                     fmt::format("only {} of {} streams had a first token after {:.0f} s",
-                                batch.Started(), streams,
-                                Seconds(context.options.answer_within)));
+                                batch.Started(), streams, Seconds(context.options.answer_within)));
   }
   const MonoTime sigterm = std::chrono::steady_clock::now();
   candidate.process()->Signal(SIGTERM);

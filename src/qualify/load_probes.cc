@@ -36,10 +36,12 @@ constexpr Nanos kOverloadRecovery = seconds(30);
 // Seconds one forced-length streamed request of kYardstickTokens takes end to end; nullopt when it
 // fails (`error`, when given, says why).
 std::optional<double> Yardstick(ProbeContext& context, std::string* error = nullptr) {
-  StreamBatch batch(context.candidate.endpoint(), context.candidate.OptionsWithin(2 * context.options.answer_within),
+  StreamBatch batch(context.candidate.endpoint(),
+                    context.candidate.OptionsWithin(2 * context.options.answer_within),
                     dialect::ApiPath(context.candidate.spec().api),
                     StreamingBodies(context.candidate, 1, kYardstickTokens, 8));
-  const std::vector<measure::RequestRecord> records = batch.Finish(2 * context.options.answer_within);
+  const std::vector<measure::RequestRecord> records =
+      batch.Finish(2 * context.options.answer_within);
   const measure::RequestRecord& r = records.front();
   if (r.outcome != measure::Outcome::kOk || !r.finished) {
     if (error != nullptr) *error = fmt::format("{}: {}", measure::OutcomeName(r.outcome), r.error);
@@ -155,7 +157,8 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
     const MonoTime cancelled = std::chrono::steady_clock::now();
     batch.Finish(Nanos{0});
     const EngineStop engine = AwaitEngineStop(context, cancelled, context.options.answer_within);
-    const Recovery recovery = AwaitRecovery(context, *idle, cancelled, context.options.answer_within);
+    const Recovery recovery =
+        AwaitRecovery(context, *idle, cancelled, context.options.answer_within);
     j[phase.name] = {{"streams", n},
                      {"answering_when_cancelled", answering},
                      {"first_yardstick_ratio", recovery.first_ratio},
@@ -180,7 +183,9 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
                       "above 0 for "
                       "{} and it generated {:.0f} more tokens for clients that had left",
                       n, phase.name,
-                      engine.stopped ? fmt::format("{:.1f} s", engine.after_s) : fmt::format("over {:.0f} s", Seconds(context.options.answer_within)),
+                      engine.stopped
+                          ? fmt::format("{:.1f} s", engine.after_s)
+                          : fmt::format("over {:.0f} s", Seconds(context.options.answer_within)),
                       *engine.tokens_after));
     } else if (!recovery.recovered && engine.available && engine.stopped) {
       result.Find(Severity::kWarning,
@@ -191,12 +196,13 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
                               engine.after_s, n, phase.name, kYardstickTokens, kBusyRatio,
                               Seconds(context.options.answer_within)));
     } else if (!recovery.recovered) {
-      result.Find(Severity::kDisqualifying, code,
-                  fmt::format("after {} streams were cancelled in {}, a {}-token request stayed "
-                              "over {:.1f}x its idle "
-                              "time for {:.0f} s: the engine kept working for clients that had left",
-                              n, phase.name, kYardstickTokens, kBusyRatio,
-                              Seconds(context.options.answer_within)));
+      result.Find(
+          Severity::kDisqualifying, code,
+          fmt::format("after {} streams were cancelled in {}, a {}-token request stayed "
+                      "over {:.1f}x its idle "
+                      "time for {:.0f} s: the engine kept working for clients that had left",
+                      n, phase.name, kYardstickTokens, kBusyRatio,
+                      Seconds(context.options.answer_within)));
     } else if (recovery.after_s > 2.0) {
       result.Find(Severity::kWarning, std::string("slow_to_stop_after_") + phase.name + "_cancel",
                   fmt::format("capacity came back {:.1f} s after {} streams were cancelled in {}",
@@ -211,10 +217,11 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   target::Candidate& candidate = context.candidate;
   const std::size_t n = context.options.saturation_concurrency * 4;
   const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
-  StreamBatch batch(candidate.endpoint(),
-                    candidate.OptionsWithin(context.options.overload_duration + context.options.answer_within),
-                    dialect::ApiPath(candidate.spec().api),
-                    StreamingBodies(candidate, n, context.options.long_output_tokens));
+  StreamBatch batch(
+      candidate.endpoint(),
+      candidate.OptionsWithin(context.options.overload_duration + context.options.answer_within),
+      dialect::ApiPath(candidate.spec().api),
+      StreamingBodies(candidate, n, context.options.long_output_tokens));
   // While overloaded: one more request, to read the headers of a refusal (or see it wait).
   std::this_thread::sleep_for(std::min<Nanos>(seconds(1), context.options.overload_duration / 4));
   std::string retry_after;
@@ -236,7 +243,8 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   const std::size_t waiting_at_end = n - batch.Started();
-  const std::size_t batch_started_unfinished = batch.Started() - std::min(batch.Started(), batch.Ended());
+  const std::size_t batch_started_unfinished =
+      batch.Started() - std::min(batch.Started(), batch.Ended());
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
   const MonoTime load_stopped = std::chrono::steady_clock::now();
   std::size_t served = 0, shed = 0, other_errors = 0, cut = 0, shed_with_retry_after = 0;
@@ -302,7 +310,8 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   }
   // Recovery after the load stops.
   std::optional<double> recovered_after;
-  while (!died && !context.stop && std::chrono::steady_clock::now() - load_stopped < kOverloadRecovery) {
+  while (!died && !context.stop &&
+         std::chrono::steady_clock::now() - load_stopped < kOverloadRecovery) {
     if (candidate.Generate("Hello", 1, seconds(5)).ok) {
       recovered_after = Seconds(std::chrono::steady_clock::now() - load_stopped);
       break;
@@ -314,13 +323,13 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   if (recovered_after) {
     result.Measure("recovery", *recovered_after, "s");
   } else if (!died) {
-    result.Find(Severity::kDisqualifying, "no_recovery",
-                fmt::format("no request succeeded in the {:.0f} s after the overload stopped; "
-                            "its {} streams were closed then, {} of them still unanswered and "
-                            "{} mid-answer: an engine that keeps generating for closed streams "
-                            "(see the cancellation probe) is still working through that backlog",
-                            Seconds(kOverloadRecovery), n, waiting_at_end,
-                            batch_started_unfinished));
+    result.Find(
+        Severity::kDisqualifying, "no_recovery",
+        fmt::format("no request succeeded in the {:.0f} s after the overload stopped; "
+                    "its {} streams were closed then, {} of them still unanswered and "
+                    "{} mid-answer: an engine that keeps generating for closed streams "
+                    "(see the cancellation probe) is still working through that backlog",
+                    Seconds(kOverloadRecovery), n, waiting_at_end, batch_started_unfinished));
   }
   // One prompt far past the context (and so past any KV capacity): a clear 4xx, not a hang or a
   // crash. Streamed, so an engine that accepts it is seen answering, not taken for a hang.
@@ -330,9 +339,9 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
         facts.ok() ? facts->max_context_tokens.value_or(32768) : 32768;
     const std::size_t words =
         static_cast<std::size_t>(std::min<std::uint64_t>(context_tokens * 2, 1'000'000));
-    StreamBatch oversized(candidate.endpoint(), candidate.OptionsWithin(2 * context.options.answer_within),
-                          dialect::ApiPath(candidate.spec().api),
-                          StreamingBodies(candidate, 1, 16, words));
+    StreamBatch oversized(
+        candidate.endpoint(), candidate.OptionsWithin(2 * context.options.answer_within),
+        dialect::ApiPath(candidate.spec().api), StreamingBodies(candidate, 1, 16, words));
     const MonoTime sent = std::chrono::steady_clock::now();
     oversized.WaitStarted(1, context.options.answer_within);  // a first token or the end
     const measure::RequestRecord r = oversized.Finish(Nanos{0}).front();

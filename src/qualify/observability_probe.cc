@@ -44,7 +44,8 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                 {page_evidence});
   }
   // One stream, scraped in the middle and after.
-  StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(4 * context.options.answer_within),
+  StreamBatch batch(candidate.endpoint(),
+                    candidate.OptionsWithin(4 * context.options.answer_within),
                     dialect::ApiPath(candidate.spec().api),
                     StreamingBodies(candidate, 1, context.options.long_output_tokens * 2));
   // A few tokens in, so per-token counters have had something to count; a fast engine may finish

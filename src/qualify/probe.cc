@@ -227,7 +227,8 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
       run.answer_within_source = fmt::format("the ceiling: the pace request failed ({})",
                                              answer.ok ? "no usage" : answer.error);
     } else {
-      const Nanos long_answer = answer.took * paced.long_output_tokens / std::max<std::uint64_t>(tokens, 1);
+      const Nanos long_answer =
+          answer.took * paced.long_output_tokens / tokens;
       paced.answer_within = PatienceFromPace(long_answer);
       run.answer_within_source = fmt::format(
           "{} x a {}-token answer at idle ({:.2f} s for {} tokens), within [{:.0f} s, {:.0f} s]",
@@ -255,9 +256,10 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
       const Nanos used = std::chrono::steady_clock::now() - run_start;
       const Nanos left = options.budget ? std::max(Nanos{0}, *options.budget - used) : Nanos::max();
       if (worst <= left) return true;
-      not_run(fmt::format("skipped for the budget: its worst case is {:.0f} s, {:.0f} s of the "
-                          "probes' {:.0f} s were left",
-                          Seconds(worst), Seconds(left), Seconds(*options.budget)));
+      not_run(
+          fmt::format("skipped for the budget: its worst case is {:.0f} s, {:.0f} s of the "
+                      "probes' {:.0f} s were left",
+                      Seconds(worst), Seconds(left), Seconds(*options.budget)));
       run.skipped_for_budget.push_back(fmt::format("{} (worst case {:.0f} s, {:.0f} s left)",
                                                    info.name, Seconds(worst), Seconds(left)));
       return false;

@@ -7,10 +7,10 @@
 // each finding with its evidence (files in the output folder). The verdict follows from the
 // findings: any disqualifying finding fails the probe; warnings alone make it "warn".
 // Every probe has a worst case known before it starts (its deadline, from the options and the
-// patience answer_within, itself taken from the candidate's pace unless given); a candidate that dies during one makes that probe report it, and
-// the runner brings the candidate back (launch mode) before the next.
-// Does not own: the candidate's process and HTTP calls (target/candidate.h), the probes' own
-// logic (qualify/*_probes.cc), probes.json's rendering (qualify/probe_report.h).
+// patience answer_within, itself taken from the candidate's pace unless given); a candidate that
+// dies during one makes that probe report it, and the runner brings the candidate back (launch
+// mode) before the next. Does not own: the candidate's process and HTTP calls (target/candidate.h),
+// the probes' own logic (qualify/*_probes.cc), probes.json's rendering (qualify/probe_report.h).
 //
 // Thread-safety: RunProbes blocks; `stop` may be set from a signal watcher.
 #pragma once
@@ -174,7 +174,7 @@ struct ProbeRun {
   bool interrupted = false;
   std::string unavailable;  // why the candidate could not be brought up, when it could not
   Nanos answer_within{0};   // what the probes waited for one answer
-  std::string answer_within_source;  // "given", or the pace it was taken from
+  std::string answer_within_source;             // "given", or the pace it was taken from
   std::vector<std::string> skipped_for_budget;  // "restart (worst case 95 s, 41 s left)"
   Nanos took{0};
   bool Disqualified() const;

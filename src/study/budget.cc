@@ -9,8 +9,8 @@ Nanos ProbeShare(const Study& study, std::size_t probing_candidates, bool load_t
   const bool load_follows = std::any_of(study.plan.phases.begin(), study.plan.phases.end(),
                                         [](Phase p) { return p != Phase::kProbes; });
   const double share = load_follows && load_takes_wall_time ? kProbeShare : 1.0;
-  return std::chrono::duration_cast<Nanos>(study.budget * share /
-                                           static_cast<double>(std::max<std::size_t>(probing_candidates, 1)));
+  return std::chrono::duration_cast<Nanos>(
+      study.budget * share / static_cast<double>(std::max<std::size_t>(probing_candidates, 1)));
 }
 
 double PhaseWeight(const Study& study, Phase phase) {

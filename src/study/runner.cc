@@ -24,9 +24,9 @@
 #include "core/yaml_doc.h"
 #include "emulate/engine_preset.h"
 #include "qualify/probe_report.h"
-#include "study/budget.h"
 #include "run/load_target.h"
 #include "stats/quantile.h"
+#include "study/budget.h"
 #include "target/adapters.h"
 #include "target/candidate.h"
 #include "target/detection.h"
@@ -621,7 +621,8 @@ class StudyRunner {
                           ToSeconds(SliceOf(left, 1, pending_weight_)));
     }
     if (study_.Runs(Phase::kCapacity)) {
-      line += fmt::format(", {:.0f} s per capacity search", ToSeconds(SliceOf(left, 4, pending_weight_)));
+      line += fmt::format(", {:.0f} s per capacity search",
+                          ToSeconds(SliceOf(left, PhaseWeight(study_, Phase::kCapacity), pending_weight_)));
     }
     results_.budget_plan.push_back(line);
     log_(line);
