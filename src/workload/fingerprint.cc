@@ -359,8 +359,10 @@ Fingerprint FingerprintBuilder::Finish(const ImportReport& report) {
       std::array<std::uint64_t, 24> hours{};
       const double origin_s = f.origin_unix_ns ? static_cast<double>(*f.origin_unix_ns) * 1e-9 : 0;
       for (const double t : arrival_s_) {
-        const auto hour = static_cast<std::int64_t>(std::floor((origin_s + t) / 3600));
-        ++hours[static_cast<std::size_t>(((hour % 24) + 24) % 24)];
+        // The hour of day in floating point: an arrival too far out for an integer count of
+        // hours (a trace's own clock can be anything) still falls in one of the 24.
+        const double hour = std::fmod(std::floor((origin_s + t) / 3600), 24.0);
+        ++hours[static_cast<std::size_t>(hour < 0 ? hour + 24 : hour)];
       }
       f.hourly = hours;
       f.hourly_basis = f.origin_unix_ns ? "UTC hour of day" : "hours since the first arrival, mod 24";

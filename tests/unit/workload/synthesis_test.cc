@@ -760,10 +760,12 @@ TEST(SynthesisTest, IdlePeriodsOfTheSourceStayEmpty) {
     Result<Trace> t = SynthesizeFromFingerprint(FingerprintTrace(source), o);
     ASSERT_TRUE(t.ok()) << t.error().message;
     for (const auto& [from, to] : idle) {
-      // Within the bins that were empty (60 s bins: a minute's slack at each end).
-      const auto inside = std::count_if(
-          t->requests.begin(), t->requests.end(),
-          [&](const TraceRequest& r) { return r.arrival_s > from + 60 && r.arrival_s < to - 60; });
+      // Within the bins that were empty (60 s bins: a minute's slack at each end). The bounds are
+      // named copies: clang 14 does not let a lambda capture a structured binding.
+      const double lo = from + 60, hi = to - 60;
+      const auto inside =
+          std::count_if(t->requests.begin(), t->requests.end(),
+                        [&](const TraceRequest& r) { return r.arrival_s > lo && r.arrival_s < hi; });
       EXPECT_EQ(inside, 0) << "CV " << cv << ": arrivals in the idle period " << from << " s to "
                            << to << " s";
     }
