@@ -43,7 +43,7 @@ Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const Eng
     return usage("the simulator models generation without grammars or adapters: --structured, --lora-adapters "
                  "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
   }
-  // The server would answer any other name 404 (emulate/openai_api.cc): so must the simulator.
+  // The server would answer any other name 404 (emulate/openai_request.cc): so must the simulator.
   std::string& model = config.run.target.request.model;
   if (model.empty()) model = std::string(emulate::kDefaultServedModelName);
   if (model != emulate::kDefaultServedModelName) {
