@@ -7,7 +7,8 @@
 // weights still to run: a phase that ends early leaves its time to the ones after it, and the last
 // candidate is never starved, so a study cut short still measures every candidate on the same
 // phases, each with fewer requests, and says so.
-// Does not own: running the phases and recording what a cut cost (study/runner.cc).
+// Does not own: running the phases (study/runner*.cc) and recording what a cut cost
+// (study/runner_budget.cc).
 #pragma once
 
 #include <cstddef>
