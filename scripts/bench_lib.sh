@@ -1,6 +1,6 @@
 # scripts/bench_lib.sh: sourced by scripts/bench*.sh. Owns how a benchmark script reports what it
 # measured: fact lines in $BAKEOFF_BENCH_FACTS ({"section", "key", "value"} or {"section",
-# "failure"}, report/benchmarks_doc.h), which bakeoff_bench_doc merges into docs/benchmarks.json and
+# "failure"}, benchdoc/benchmarks_doc.h), which bakeoff_bench_doc merges into docs/benchmarks.json and
 # renders into docs/BENCHMARKS.md through bench/benchmarks.yaml. A script records each run's raw
 # figures; medians, ratios and prose live in the spec. Also the helpers every script measures with.
 # Needs: jq, awk; BAKEOFF_BENCH_FACTS (a file) and BAKEOFF_BENCH_SPEC (bench/benchmarks.yaml) set.

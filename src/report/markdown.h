@@ -1,8 +1,8 @@
 // report/markdown.h
 //
 // Owns: the Markdown pieces every document shares: a table cell's escaping, a table from its
-// header and rows, and a number with thousands separators. report.md (study_report.h) and
-// docs/BENCHMARKS.md (benchmarks_doc.h) are written with them.
+// header and rows, and a number with thousands separators. Every Markdown document bakeoff writes
+// (report.md, study_report.h; docs/BENCHMARKS.md, the benchdoc layer) is made of them.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -33,6 +33,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
                "run", "study"}},
     {"report", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "emulate",
                 "analyze", "run", "study", "report"}},
+    {"benchdoc", {"core", "report", "benchdoc"}},
     {"deploy", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "deploy"}},
     {"cli", {"core", "stats", "net", "dialect", "workload", "measure", "load", "target", "qualify", "analyze", "emulate",
              "run", "study", "deploy", "report", "cli"}},

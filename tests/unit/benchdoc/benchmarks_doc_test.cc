@@ -1,16 +1,17 @@
-// tests/unit/report/benchmarks_doc_test.cc
+// tests/unit/benchdoc/benchmarks_doc_test.cc
 //
-// Owns: tests of docs/BENCHMARKS.md as data (report/benchmarks_doc.h): the spec's mistakes are
+// Owns: tests of docs/BENCHMARKS.md as data (benchdoc/benchmarks_doc.h): the spec's mistakes are
 // named with their lines; fact lines merge section by section; a row's status follows its bound
-// and a row whose facts are missing says so; and the committed document is exactly what the
-// committed spec renders from the committed results, with every hole filled.
-#include "report/benchmarks_doc.h"
+// and a row whose facts are missing says so; figures that moved beyond the tolerance are named;
+// and the committed document is exactly what the committed spec renders from the committed
+// results, with every hole filled.
+#include "benchdoc/benchmarks_doc.h"
 
 #include <gtest/gtest.h>
 
 #include "core/file.h"
 
-namespace bakeoff::report {
+namespace bakeoff::benchdoc {
 namespace {
 
 constexpr std::string_view kSpec = R"yaml(title: Benchmarks
@@ -70,7 +71,8 @@ TEST(BenchmarksDocTest, RendersTablesNotesAndFailuresFromFacts) {
             "# Benchmarks\n\nRan on 2 CPUs.\n\n## Machine\n\n|  |  |\n|---|---|\n| CPUs | 2 |\n\n"
             "## Loopback\n\nRan at 2026-12-01T20:00:00Z.\n\nMedian of 3 runs.\n\n"
             "| figure | measured | status |\n|---|---|---|\n"
-            "| (a) | 1,884,100/s | met |\n| (d) | 1.388 ms | **short** |\n| (x) | not measured | **FAILED** |\n\n"
+            "| (a) | 1,884,100/s | met |\n| (d) | 1.388 ms | **short** |\n| (x) | not measured | "
+            "**FAILED** |\n\n"
             "### Notes and limits\n\n- **(a)** 1,884,100 900,000 1,900,000.\n\n"
             "## Soak\n\nNot run (soak).\n\n"
             "## FAILED\n\n- macro: (x) run 1: 3 of 4 requests ok\n");
@@ -82,8 +84,10 @@ TEST(BenchmarksDocTest, RendersTablesNotesAndFailuresFromFacts) {
 TEST(BenchmarksDocTest, FactLinesReplaceOnlyTheSectionsTheyName) {
   BenchmarkResults results;
   ASSERT_TRUE(MergeFactLines(kFacts, "facts.jsonl", &results));
-  ASSERT_TRUE(MergeFactLines(R"({"section": "soak", "key": "s.rss", "value": [1, 2.5, "x"]})", "soak.jsonl", &results));
-  ASSERT_TRUE(MergeFactLines(R"({"section": "macro", "key": "a.rate", "value": 5})", "again.jsonl", &results));
+  ASSERT_TRUE(MergeFactLines(R"({"section": "soak", "key": "s.rss", "value": [1, 2.5, "x"]})",
+                             "soak.jsonl", &results));
+  ASSERT_TRUE(MergeFactLines(R"({"section": "macro", "key": "a.rate", "value": 5})", "again.jsonl",
+                             &results));
   EXPECT_EQ(results["macro"].facts.size(), 1u);
   EXPECT_TRUE(results["macro"].failures.empty());
   EXPECT_EQ(results["soak"].facts["s.rss"].size(), 3u);
@@ -97,9 +101,10 @@ TEST(BenchmarksDocTest, FactLinesReplaceOnlyTheSectionsTheyName) {
 
 TEST(BenchmarksDocTest, AFactTwoSectionsRecordIsAProblem) {
   BenchmarkResults results;
-  ASSERT_TRUE(MergeFactLines("{\"section\": \"macro\", \"key\": \"a.rate\", \"value\": 1}\n"
-                             "{\"section\": \"soak\", \"key\": \"a.rate\", \"value\": 2}\n",
-                             "facts.jsonl", &results));
+  ASSERT_TRUE(
+      MergeFactLines("{\"section\": \"macro\", \"key\": \"a.rate\", \"value\": 1}\n"
+                     "{\"section\": \"soak\", \"key\": \"a.rate\", \"value\": 2}\n",
+                     "facts.jsonl", &results));
   RenderedBenchmarks doc = RenderBenchmarks(Spec(), results);
   ASSERT_FALSE(doc.problems.empty());
   EXPECT_EQ(doc.problems[0], "fact 'a.rate' is recorded by both macro and soak");
@@ -107,8 +112,9 @@ TEST(BenchmarksDocTest, AFactTwoSectionsRecordIsAProblem) {
 
 TEST(BenchmarksDocTest, BadFactLinesAndResultsAreNamed) {
   BenchmarkResults results;
-  Status bad = MergeFactLines("{\"section\": \"macro\", \"key\": \"a\", \"value\": 1}\n{\"key\": \"a\"}\n", "f.jsonl",
-                              &results);
+  Status bad =
+      MergeFactLines("{\"section\": \"macro\", \"key\": \"a\", \"value\": 1}\n{\"key\": \"a\"}\n",
+                     "f.jsonl", &results);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "f.jsonl:2: needs \"section\" (a name)");
   bad = MergeFactLines(R"({"section": "m", "key": "a", "value": {"x": 1}})", "f.jsonl", &results);
@@ -121,7 +127,8 @@ TEST(BenchmarksDocTest, BadFactLinesAndResultsAreNamed) {
   Result<BenchmarkResults> wrong = ReadBenchmarkResults(R"({"schema": "other/2"})", "b.json");
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().message, "b.json: schema is not bakeoff.benchmarks/1");
-  wrong = ReadBenchmarkResults(R"({"schema": "bakeoff.benchmarks/1", "sections": {"m": {"extra": 1}}})", "b.json");
+  wrong = ReadBenchmarkResults(
+      R"({"schema": "bakeoff.benchmarks/1", "sections": {"m": {"extra": 1}}})", "b.json");
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().message, "b.json: sections.m: unexpected field 'extra'");
 }
@@ -138,14 +145,54 @@ sections:
             status: {value: y}
   - id: macro
     titel: M
-)", "spec.yaml");
+)",
+                                                    "spec.yaml");
   ASSERT_FALSE(spec);
   EXPECT_EQ(spec.error().message,
             "spec.yaml:8: sections[0].tables[0].rows[0].cells: 1 cells for 2 columns\n"
-            "spec.yaml:9: sections[0].tables[0].rows[0].status.value: needs a bound: at_least, at_most or below\n"
+            "spec.yaml:9: sections[0].tables[0].rows[0].status.value: needs a bound: at_least, "
+            "at_most or below\n"
             "spec.yaml:10: sections[1].title: missing (required)\n"
             "spec.yaml:10: sections[1].id: 'macro' given twice\n"
             "spec.yaml:11: sections[1].titel: unknown key; did you mean title?");
+}
+
+// A run's figure that moved beyond the tolerance from the recorded one is named with both values
+// and whether that is better or worse by its bound; one within it, or missing, is not.
+TEST(BenchmarksDocTest, FiguresThatMovedBeyondTheToleranceAreListedUnderTheirSection) {
+  BenchmarkResults before;
+  ASSERT_TRUE(MergeFactLines(kFacts, "before.jsonl", &before));
+  BenchmarkResults after = before;
+  ASSERT_TRUE(
+      MergeFactLines("{\"section\": \"macro\", \"key\": \"a.rate\", \"value\": 1600000}\n"
+                     "{\"section\": \"macro\", \"key\": \"d.lag\", \"value\": 1.0}\n",
+                     "after.jsonl", &after));
+  BenchmarksSpec spec = Spec();
+  std::vector<MovedFigure> moved = MovedFigures(spec, before, after);
+  ASSERT_EQ(moved.size(), 2u);
+  EXPECT_EQ(moved[0].section, "macro");
+  EXPECT_EQ(MovedFigureText(moved[0]), "(a): 1,884,100 -> 1,600,000 (-15%, worse)");
+  EXPECT_TRUE(moved[0].worse);
+  EXPECT_EQ(MovedFigureText(moved[1]), "(d): 1.388 -> 1 (-28%, better)");
+  EXPECT_FALSE(moved[1].worse);
+
+  spec.moved_tolerance = 0.2;  // (a) moved 15.08%: within it now
+  moved = MovedFigures(spec, before, after);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].figure, "(d)");
+
+  // Kept in the results with the section and shown under it.
+  after["macro"].moved.push_back(MovedFigureText(moved[0]));
+  Result<BenchmarkResults> read =
+      ReadBenchmarkResults(BenchmarkResultsJson(after), "benchmarks.json");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->at("macro").moved, after["macro"].moved);
+  RenderedBenchmarks doc = RenderBenchmarks(spec, *read);
+  EXPECT_NE(
+      doc.markdown.find(
+          "### Moved more than 20% from the run before\n\n- (d): 1.388 -> 1 (-28%, better)\n"),
+      std::string::npos)
+      << doc.markdown;
 }
 
 TEST(BenchmarksDocTest, ScenariosAreShellAssignments) {
@@ -169,10 +216,12 @@ TEST(BenchmarksDocTest, TheCommittedDocumentIsRenderedFromTheCommittedResults) {
   ASSERT_TRUE(results) << results.error().message;
   RenderedBenchmarks doc = RenderBenchmarks(*spec, *results);
   for (const std::string& problem : doc.problems) ADD_FAILURE() << problem;
-  EXPECT_EQ(doc.markdown, *committed) << "re-render: build/release/bench/bakeoff_bench_doc render bench/benchmarks.yaml "
-                                         "docs/benchmarks.json docs/BENCHMARKS.md";
-  for (const SpecSection& section : spec->sections) EXPECT_TRUE(results->contains(section.id)) << section.id;
+  EXPECT_EQ(doc.markdown, *committed)
+      << "re-render: build/release/bench/bakeoff_bench_doc render bench/benchmarks.yaml "
+         "docs/benchmarks.json docs/BENCHMARKS.md";
+  for (const SpecSection& section : spec->sections)
+    EXPECT_TRUE(results->contains(section.id)) << section.id;
 }
 
 }  // namespace
-}  // namespace bakeoff::report
+}  // namespace bakeoff::benchdoc

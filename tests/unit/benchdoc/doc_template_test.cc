@@ -1,12 +1,12 @@
-// tests/unit/report/doc_template_test.cc
+// tests/unit/benchdoc/doc_template_test.cc
 //
-// Owns: tests of the template language documents are rendered with (report/doc_template.h):
+// Owns: tests of the template language documents are rendered with (benchdoc/doc_template.h):
 // arithmetic element by element, aggregates, formats, lazy branches, and every mistake named.
-#include "report/doc_template.h"
+#include "benchdoc/doc_template.h"
 
 #include <gtest/gtest.h>
 
-namespace bakeoff::report {
+namespace bakeoff::benchdoc {
 namespace {
 
 Facts Sample() {
@@ -39,7 +39,8 @@ TEST(DocTemplateTest, ArithmeticRunsElementByElementAndBroadcasts) {
 TEST(DocTemplateTest, TheFormatColonIsNotATernarysColon) {
   Facts facts = Sample();
   facts["g"] = FactValue{2.5};
-  Result<std::string> out = RenderTemplate("{one > 1 ? one : g} {one > 1 ? 'x' : one:.2} {fmt(g, '.1')}", facts);
+  Result<std::string> out =
+      RenderTemplate("{one > 1 ? one : g} {one > 1 ? 'x' : one:.2} {fmt(g, '.1')}", facts);
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_EQ(*out, "2.5 0.50 2.5");
 }
@@ -57,7 +58,8 @@ TEST(DocTemplateTest, DivisionByZeroIsNotANumber) {
 
 TEST(DocTemplateTest, OnlyTheBranchTakenIsEvaluated) {
   EXPECT_EQ(Render("{has(missing) ? missing : 'n/a'}"), "n/a");
-  EXPECT_EQ(Render("{median(a.rate) >= 1000000 ? 'above' : 'below'} the target"), "above the target");
+  EXPECT_EQ(Render("{median(a.rate) >= 1000000 ? 'above' : 'below'} the target"),
+            "above the target");
   EXPECT_EQ(Render("{has(missing) && missing > 1}"), "0");
   EXPECT_EQ(Render("{!has(missing) || missing}"), "1");
 }
@@ -71,10 +73,13 @@ TEST(DocTemplateTest, MedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
 
 TEST(DocTemplateTest, MistakesAreNamed) {
   EXPECT_EQ(Render("{median(a.x)}"), "ERROR {median(a.x)}: no fact 'a.x'");
-  EXPECT_EQ(Render("{a.rate + a.cpu + cmd * 2}"), "ERROR {a.rate + a.cpu + cmd * 2}: '*' on a string ('bakeoff bench --rate 2000')");
-  EXPECT_EQ(Render("{a.rate + fmt(a.cpu, 'int') + [}"), "ERROR {a.rate + fmt(a.cpu, 'int') + [}: column 30: unexpected '['");
+  EXPECT_EQ(Render("{a.rate + a.cpu + cmd * 2}"),
+            "ERROR {a.rate + a.cpu + cmd * 2}: '*' on a string ('bakeoff bench --rate 2000')");
+  EXPECT_EQ(Render("{a.rate + fmt(a.cpu, 'int') + [}"),
+            "ERROR {a.rate + fmt(a.cpu, 'int') + [}: column 30: unexpected '['");
   EXPECT_EQ(Render("{sqrt(one)}"), "ERROR {sqrt(one)}: unknown function 'sqrt'");
-  EXPECT_EQ(Render("{median(cmd)}"), "ERROR {median(cmd)}: median() of a string ('bakeoff bench --rate 2000')");
+  EXPECT_EQ(Render("{median(cmd)}"),
+            "ERROR {median(cmd)}: median() of a string ('bakeoff bench --rate 2000')");
   EXPECT_EQ(Render("{a.rate + FactValue}"), "ERROR {a.rate + FactValue}: no fact 'FactValue'");
   EXPECT_EQ(Render("{one:pct}"), "ERROR {one:pct}: column 4: unexpected ':'");
   EXPECT_EQ(Render("open { here"), "ERROR an unclosed '{' at offset 5");
@@ -98,4 +103,4 @@ TEST(DocTemplateTest, DeepNestingIsRefusedNotACrash) {
 }
 
 }  // namespace
-}  // namespace bakeoff::report
+}  // namespace bakeoff::benchdoc

@@ -1,5 +1,5 @@
-// report/doc_template.cc: holes in document text, filled from measured facts (doc_template.h).
-#include "report/doc_template.h"
+// benchdoc/doc_template.cc: holes in document text, filled from measured facts (doc_template.h).
+#include "benchdoc/doc_template.h"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +14,9 @@
 
 #include "report/markdown.h"
 
-namespace bakeoff::report {
+namespace bakeoff::benchdoc {
+
+using report::WithThousands;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -38,7 +40,9 @@ NodePtr Make(Node::Kind kind, std::string text = {}) {
 }
 
 bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool IsNameChar(char c) { return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }
+bool IsNameChar(char c) {
+  return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+}
 
 // Recursive descent; the first error is kept and every rule returns null after it.
 class Parser {
@@ -117,18 +121,24 @@ class Parser {
   NodePtr Sum() {
     NodePtr left = Product();
     while (left) {
-      if (Eat("+")) left = Binary("+", std::move(left), Product());
-      else if (Eat("-")) left = Binary("-", std::move(left), Product());
-      else break;
+      if (Eat("+"))
+        left = Binary("+", std::move(left), Product());
+      else if (Eat("-"))
+        left = Binary("-", std::move(left), Product());
+      else
+        break;
     }
     return left;
   }
   NodePtr Product() {
     NodePtr left = Unary();
     while (left) {
-      if (Eat("*")) left = Binary("*", std::move(left), Unary());
-      else if (Eat("/")) left = Binary("/", std::move(left), Unary());
-      else break;
+      if (Eat("*"))
+        left = Binary("*", std::move(left), Unary());
+      else if (Eat("/"))
+        left = Binary("/", std::move(left), Unary());
+      else
+        break;
     }
     return left;
   }
@@ -235,17 +245,20 @@ namespace {
 Result<std::string> FormatItem(const FactItem& item, std::string_view format) {
   const auto* number = std::get_if<double>(&item);
   if (format.empty() || !number) {
-    if (format.empty() || format == "int" || format == "g" || format.front() == '.') return FactText(item);
+    if (format.empty() || format == "int" || format == "g" || format.front() == '.')
+      return FactText(item);
   } else if (!std::isfinite(*number)) {
     return std::string("n/a");
   } else if (format == "int") {
     return WithThousands(*number);
   } else if (format == "g") {
     return fmt::format("{:.6g}", *number);
-  } else if (format.size() == 2 && format[0] == '.' && std::isdigit(static_cast<unsigned char>(format[1]))) {
+  } else if (format.size() == 2 && format[0] == '.' &&
+             std::isdigit(static_cast<unsigned char>(format[1]))) {
     return fmt::format("{:.{}f}", *number, format[1] - '0');
   }
-  return Error{ErrorCode::kInvalidInput, fmt::format("unknown format '{}' (int, g, .0 to .9)", format)};
+  return Error{ErrorCode::kInvalidInput,
+               fmt::format("unknown format '{}' (int, g, .0 to .9)", format)};
 }
 
 // The ':' that starts a hole's format: the last one outside strings and parentheses that does not
@@ -268,8 +281,10 @@ size_t FormatColon(std::string_view hole) {
     } else if (depth == 0 && c == '?') {
       ++open_questions;
     } else if (depth == 0 && c == ':') {
-      if (open_questions > 0) --open_questions;
-      else found = i;
+      if (open_questions > 0)
+        --open_questions;
+      else
+        found = i;
     }
   }
   return found;
@@ -285,7 +300,9 @@ Result<std::vector<double>> Numbers(const FactValue& value, std::string_view wha
   numbers.reserve(value.size());
   for (const FactItem& item : value) {
     const auto* number = std::get_if<double>(&item);
-    if (!number) return Error{ErrorCode::kInvalidInput, fmt::format("{} of a string ('{}')", what, FactText(item))};
+    if (!number)
+      return Error{ErrorCode::kInvalidInput,
+                   fmt::format("{} of a string ('{}')", what, FactText(item))};
     numbers.push_back(*number);
   }
   return numbers;
@@ -300,11 +317,14 @@ class Evaluator {
 
   Result<FactValue> Eval(const Node& node) {
     switch (node.kind) {
-      case Node::Kind::kNumber: return Of(node.number);
-      case Node::Kind::kString: return Of(node.text);
+      case Node::Kind::kNumber:
+        return Of(node.number);
+      case Node::Kind::kString:
+        return Of(node.text);
       case Node::Kind::kFact: {
         auto found = facts_.find(node.text);
-        if (found == facts_.end()) return Error{ErrorCode::kInvalidInput, fmt::format("no fact '{}'", node.text)};
+        if (found == facts_.end())
+          return Error{ErrorCode::kInvalidInput, fmt::format("no fact '{}'", node.text)};
         return found->second;
       }
       case Node::Kind::kNot: {
@@ -312,7 +332,8 @@ class Evaluator {
         if (!operand) return operand;
         return Of(IsTrue(*operand) ? 0.0 : 1.0);
       }
-      case Node::Kind::kNegate: return Arithmetic("*", Of(-1.0), node.args[0]);
+      case Node::Kind::kNegate:
+        return Arithmetic("*", Of(-1.0), node.args[0]);
       case Node::Kind::kTernary: {
         Result<FactValue> cond = Eval(*node.args[0]);
         if (!cond) return cond;
@@ -332,21 +353,23 @@ class Evaluator {
         if (!left) return left;
         return Arithmetic(node.text, *left, node.args[1]);
       }
-      case Node::Kind::kCall: return Call(node);
+      case Node::Kind::kCall:
+        return Call(node);
     }
     return Error{ErrorCode::kInternal, "unknown expression node"};
   }
 
  private:
   // LEFT OP RIGHT, element by element.
-  Result<FactValue> Arithmetic(const std::string& op, const FactValue& left, const NodePtr& right_node) {
+  Result<FactValue> Arithmetic(const std::string& op, const FactValue& left,
+                               const NodePtr& right_node) {
     Result<FactValue> right = Eval(*right_node);
     if (!right) return right;
     // A list of one value broadcasts against the other side, whatever its length (none included).
     const size_t n = left.size() == 1 ? right->size() : left.size();
     if (left.size() != right->size() && left.size() != 1 && right->size() != 1) {
-      return Error{ErrorCode::kInvalidInput,
-                   fmt::format("'{}' on lists of {} and {} values", op, left.size(), right->size())};
+      return Error{ErrorCode::kInvalidInput, fmt::format("'{}' on lists of {} and {} values", op,
+                                                         left.size(), right->size())};
     }
     FactValue out;
     out.reserve(n);
@@ -356,22 +379,36 @@ class Evaluator {
       const auto* x = std::get_if<double>(&a);
       const auto* y = std::get_if<double>(&b);
       if (!x || !y) {
-        if (op == "+") out.emplace_back(FactText(a) + FactText(b));
-        else if (op == "==" || op == "!=") out.emplace_back((FactText(a) == FactText(b)) == (op == "==") ? 1.0 : 0.0);
-        else return Error{ErrorCode::kInvalidInput, fmt::format("'{}' on a string ('{}')", op, FactText(x ? b : a))};
+        if (op == "+")
+          out.emplace_back(FactText(a) + FactText(b));
+        else if (op == "==" || op == "!=")
+          out.emplace_back((FactText(a) == FactText(b)) == (op == "==") ? 1.0 : 0.0);
+        else
+          return Error{ErrorCode::kInvalidInput,
+                       fmt::format("'{}' on a string ('{}')", op, FactText(x ? b : a))};
         continue;
       }
       double v = 0;
-      if (op == "+") v = *x + *y;
-      else if (op == "-") v = *x - *y;
-      else if (op == "*") v = *x * *y;
-      else if (op == "/") v = *y == 0 ? kNaN : *x / *y;
-      else if (op == "<") v = *x < *y;
-      else if (op == "<=") v = *x <= *y;
-      else if (op == ">") v = *x > *y;
-      else if (op == ">=") v = *x >= *y;
-      else if (op == "==") v = *x == *y;
-      else v = *x != *y;
+      if (op == "+")
+        v = *x + *y;
+      else if (op == "-")
+        v = *x - *y;
+      else if (op == "*")
+        v = *x * *y;
+      else if (op == "/")
+        v = *y == 0 ? kNaN : *x / *y;
+      else if (op == "<")
+        v = *x < *y;
+      else if (op == "<=")
+        v = *x <= *y;
+      else if (op == ">")
+        v = *x > *y;
+      else if (op == ">=")
+        v = *x >= *y;
+      else if (op == "==")
+        v = *x == *y;
+      else
+        v = *x != *y;
       out.emplace_back(v);
     }
     return out;
@@ -381,11 +418,13 @@ class Evaluator {
     const std::string& name = node.text;
     auto arity = [&](size_t n) -> Status {
       if (node.args.size() == n) return Ok{};
-      return Error{ErrorCode::kInvalidInput, fmt::format("{}() takes {} argument{}", name, n, n == 1 ? "" : "s")};
+      return Error{ErrorCode::kInvalidInput,
+                   fmt::format("{}() takes {} argument{}", name, n, n == 1 ? "" : "s")};
     };
     if (name == "has") {
       if (Status s = arity(1); !s) return s.error();
-      if (node.args[0]->kind != Node::Kind::kFact) return Error{ErrorCode::kInvalidInput, "has() takes a fact name"};
+      if (node.args[0]->kind != Node::Kind::kFact)
+        return Error{ErrorCode::kInvalidInput, "has() takes a fact name"};
       return Of(facts_.contains(node.args[0]->text) ? 1.0 : 0.0);
     }
     if (name == "join" || name == "fmt") {
@@ -395,7 +434,8 @@ class Evaluator {
       Result<FactValue> second = Eval(*node.args[1]);
       if (!second) return second;
       if (second->size() != 1 || !std::holds_alternative<std::string>(second->front())) {
-        return Error{ErrorCode::kInvalidInput, fmt::format("{}()'s second argument is one string", name)};
+        return Error{ErrorCode::kInvalidInput,
+                     fmt::format("{}()'s second argument is one string", name)};
       }
       const std::string& text = std::get<std::string>(second->front());
       FactValue out;
@@ -426,8 +466,10 @@ class Evaluator {
     if (name == "floor" || name == "ceil" || name == "round" || name == "abs") {
       FactValue out;
       for (double x : v) {
-        out.emplace_back(name == "floor" ? std::floor(x) : name == "ceil" ? std::ceil(x)
-                         : name == "round" ? std::round(x) : std::fabs(x));
+        out.emplace_back(name == "floor"   ? std::floor(x)
+                         : name == "ceil"  ? std::ceil(x)
+                         : name == "round" ? std::round(x)
+                                           : std::fabs(x));
       }
       return out;
     }
@@ -453,7 +495,8 @@ class Evaluator {
 bool IsTrue(const FactValue& value) {
   if (value.empty()) return false;
   return std::all_of(value.begin(), value.end(), [](const FactItem& item) {
-    if (const auto* number = std::get_if<double>(&item)) return *number != 0 && !std::isnan(*number);
+    if (const auto* number = std::get_if<double>(&item))
+      return *number != 0 && !std::isnan(*number);
     return !std::get<std::string>(item).empty();
   });
 }
@@ -484,7 +527,9 @@ Result<std::string> RenderTemplate(std::string_view text, const Facts& facts) {
       ++i;
       continue;
     }
-    if (c == '}') return Error{ErrorCode::kInvalidInput, fmt::format("a lone '}}' at offset {} (write }}}})", i)};
+    if (c == '}')
+      return Error{ErrorCode::kInvalidInput,
+                   fmt::format("a lone '}}' at offset {} (write }}}})", i)};
     if (c != '{') {
       out += c;
       continue;
@@ -501,7 +546,8 @@ Result<std::string> RenderTemplate(std::string_view text, const Facts& facts) {
         break;
       }
     }
-    if (end == text.size()) return Error{ErrorCode::kInvalidInput, fmt::format("an unclosed '{{' at offset {}", i)};
+    if (end == text.size())
+      return Error{ErrorCode::kInvalidInput, fmt::format("an unclosed '{{' at offset {}", i)};
     std::string_view hole = text.substr(i + 1, end - i - 1);
     std::string_view expression = hole;
     std::string_view format;
@@ -515,12 +561,15 @@ Result<std::string> RenderTemplate(std::string_view text, const Facts& facts) {
       }
     }
     Result<FactValue> value = EvaluateExpression(expression, facts);
-    Result<std::string> shown = value ? FormatFact(*value, format) : Result<std::string>(value.error());
-    if (!shown) return Error{ErrorCode::kInvalidInput, fmt::format("{{{}}}: {}", hole, shown.error().message)};
+    Result<std::string> shown =
+        value ? FormatFact(*value, format) : Result<std::string>(value.error());
+    if (!shown)
+      return Error{ErrorCode::kInvalidInput,
+                   fmt::format("{{{}}}: {}", hole, shown.error().message)};
     out += *shown;
     i = end;
   }
   return out;
 }
 
-}  // namespace bakeoff::report
+}  // namespace bakeoff::benchdoc

@@ -1,4 +1,4 @@
-// report/doc_template.h
+// benchdoc/doc_template.h
 //
 // Owns: the small template language of documents rendered from measured facts (docs/BENCHMARKS.md
 // from bench/benchmarks.yaml and docs/benchmarks.json: benchmarks_doc.h). A text holds holes
@@ -6,7 +6,8 @@
 //
 // A fact is a list of values (numbers or strings), one per run of a figure; a single value is a
 // list of one. Expressions:
-//   numbers (1e9), strings ('text' or "text"), fact names (a.events_per_s: letters, digits, _ and .),
+//   numbers (1e9), strings ('text' or "text"), fact names (a.events_per_s: letters, digits, _ and
+//   .),
 //   + - * / on numbers element by element (a list of one broadcasts; otherwise lengths must match;
 //   x / 0 is not a number and formats as "n/a"), + with a string operand concatenates,
 //   < <= > >= == != (1 or 0), && || ! and COND ? A : B (only the branch taken is evaluated),
@@ -27,7 +28,7 @@
 
 #include "core/result.h"
 
-namespace bakeoff::report {
+namespace bakeoff::benchdoc {
 
 using FactItem = std::variant<double, std::string>;
 using FactValue = std::vector<FactItem>;
@@ -51,4 +52,4 @@ std::string FactText(const FactItem& item);
 // True when every value is a non-zero number or a non-empty string (an empty list is false).
 bool IsTrue(const FactValue& value);
 
-}  // namespace bakeoff::report
+}  // namespace bakeoff::benchdoc
