@@ -117,11 +117,10 @@ struct DocumentKind {
 
 // OK when yaml-cpp reaches the end of `text` within a bound of a million parse events and
 // `max_documents` documents (a file of several documents, such as Kubernetes manifests, passes
-// its own bound). yaml-cpp 0.7 never finishes some malformed inputs (a document that is only ",",
-// found by fuzz_engine_preset); the event stream is consumed here first, so such a file is
-// refused instead of hanging the command. Errors (kInvalidInput): "SOURCE:LINE: not valid YAML:
-// ...", "SOURCE:1: more than one YAML document", "SOURCE:LINE: not valid YAML: too many YAML
-// nodes for WITH_ARTICLE".
+// its own bound). yaml-cpp 0.7 never finishes some malformed inputs (a document that is only
+// ","); the event stream is consumed here first, so such a file is refused instead of hanging
+// the command. Errors (kInvalidInput): "SOURCE:LINE: not valid YAML: ...", "SOURCE:1: more than
+// one YAML document", "SOURCE:LINE: not valid YAML: too many YAML nodes for WITH_ARTICLE".
 inline constexpr int kMaxDocumentsOfOneFile = 16;
 Status CheckYamlTerminates(std::string_view text, std::string_view source,
                            const DocumentKind& kind = {}, int max_documents = kMaxDocumentsOfOneFile);

@@ -37,9 +37,9 @@ constexpr Nanos kMaxStepLag = std::chrono::milliseconds(10);
 // on a slow moment cannot block the I/O thread for long.
 constexpr Nanos kMaxRenderLead = std::chrono::milliseconds(3);
 // The lead is this many times the render time the last steps predict, plus the margin: a step's
-// render time varies (at 1,024 events on a 2-core VM: median 0.5 ms, 90th percentile 0.8 ms, at
-// most 1.2 ms in 138 steps), and what a render overruns the step's end adds to its lag, while
-// what the lead has to spare costs only the wait.
+// render time varies from step to step (the slowest take over twice the median), and what a
+// render overruns the step's end adds to its lag, while what the lead has to spare costs only
+// the wait.
 constexpr double kRenderLeadFactor = 2.0;
 constexpr Nanos kRenderLeadMargin = std::chrono::microseconds(100);
 

@@ -100,7 +100,7 @@ constexpr std::size_t kPlainReadBytes = 64 * 1024;
 constexpr std::size_t kTlsReadBytes = 16 * 1024;  // one TLS record
 
 // On the per-request path of more than one translation unit (the pool's, the deadlines'): inline,
-// as it was when the client was one file.
+// so that a call across files costs that path nothing.
 inline MonoTime AddSaturating(MonoTime at, Nanos d) {
   if (d > MonoTime::max() - at) return MonoTime::max();
   return at + d;

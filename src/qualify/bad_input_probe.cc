@@ -1,15 +1,15 @@
 // qualify/bad_input_probe.cc
 //
-// Owns: the bad-input probe (issue 9 item 9): a battery of requests no client should send
-// (malformed JSON, wrong types, negative and huge max_tokens, invalid UTF-8, a 64 MiB body, an
-// empty message list) and two a server may accept or refuse (unknown fields, no model), each on
-// the API under test, one check per case. Each invalid request should get a 4xx with an error
-// body. After each case the candidate's health is checked (and, in launch mode, its process).
-// Findings: a 5xx is a warning (an error the server did not expect: a crash path); no answer
-// within --answer-within (30 s) is disqualifying (hang), and so is a candidate that dies or whose
-// health stops answering after a case. A 2xx on an invalid request or a 4xx without an error body
-// fails the check with an info finding (clients get no usable error). Does not own: sending and
-// recording one call (qualify/api_call.h).
+// Owns: the bad-input probe (docs/formats/probes.md, "bad_input"): a battery of requests no client
+// should send (malformed JSON, wrong types, negative and huge max_tokens, invalid UTF-8, a 64 MiB
+// body, an empty message list) and two a server may accept or refuse (unknown fields, no model),
+// each on the API under test, one check per case. Each invalid request should get a 4xx with an
+// error body. After each case the candidate's health is checked (and, in launch mode, its process).
+// Findings: a 5xx is a warning (an error the server did not expect: a crash path); no answer within
+// --answer-within (30 s) is disqualifying (hang), and so is a candidate that dies or whose health
+// stops answering after a case. A 2xx on an invalid request or a 4xx without an error body fails
+// the check with an info finding (clients get no usable error). Does not own: sending and recording
+// one call (qualify/api_call.h).
 #include <thread>
 
 #include <fmt/format.h>

@@ -1,7 +1,8 @@
 // qualify/compatibility_probe.cc
 //
-// Owns: the compatibility probe (issue 9 item 4): does the candidate speak the OpenAI API the way
-// a benchmark relies on it? One check per feature, each with its request and response kept:
+// Owns: the compatibility probe (docs/formats/probes.md, "compatibility"): does the candidate
+// speak the OpenAI API the way a benchmark relies on it? One check per feature, each with its
+// request and response kept:
 // GET /v1/models; streaming and non-streaming on both APIs; usage in the stream when asked;
 // max_tokens honoured; fixed-length output (ignore_eos + min_tokens); greedy determinism; stop
 // sequences; logprobs; n > 1; JSON-schema structured output; tool calls; an unknown model; a

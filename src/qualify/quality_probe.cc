@@ -1,10 +1,10 @@
 // qualify/quality_probe.cc
 //
-// Owns: the quality probe (issue 9 item 11): a prompt set (the user's --quality-set, else the
-// built-in one) asked greedily (temperature 0, a fixed seed, non-streaming) on the API under
-// test; each answer scored by its item's scorer (qualify/quality_set.h); the score is the
-// fraction passed. Every output is kept in evidence/quality/outputs.jsonl ({id, output, passed,
-// why} a line), so that a later study can compare candidates' outputs with each other.
+// Owns: the quality probe (docs/formats/probes.md, "quality"): a prompt set (the user's
+// --quality-set, else the built-in one) asked greedily (temperature 0, a fixed seed, non-streaming)
+// on the API under test; each answer scored by its item's scorer (qualify/quality_set.h); the score
+// is the fraction passed. Every output is kept in evidence/quality/outputs.jsonl ({id, output,
+// passed, why} a line), so that a later study can compare candidates' outputs with each other.
 // Finding: a score below ProbeOptions::quality_min_score is disqualifying ("the weights load" is
 // not "the answers are right"). A random-weight model fails the built-in set, as it should.
 // Does not own: the set format and the scorers (qualify/quality_set.h).

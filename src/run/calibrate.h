@@ -1,8 +1,8 @@
 // run/calibrate.h
 //
-// Owns: `bakeoff calibrate`, first part (issue 13 item 1): the emulated engine's step-cost model
-// (emulate/cost_model.h) fitted to a live endpoint from the outside, by a short designed
-// experiment within a time budget:
+// Owns: `bakeoff calibrate`, first part (docs/engine-presets.md): the emulated engine's
+// step-cost model (emulate/cost_model.h) fitted to a live endpoint from the outside, by a short
+// designed experiment within a time budget:
 //   1. prefill: one request at a time at several prompt lengths P of one chunk (the base preset's
 //      step budget), one output token, in five passes over the lengths (every other one longest
 //      first, against drift): the median TTFT against the tokens the server prefilled (its count

@@ -135,8 +135,8 @@ class Experiments {
 
   // How long a trace point's requests may run after its last send: what is left of the budget, at
   // least a minute. The chunked-prefill streams must outlast a long prefill, and with a multi-token
-  // step and a growing KV their answers took more than the load's default minute (the twin
-  // benchmark's emulated baseline had them cancelled).
+  // step and a growing KV their answers can take more than the load's default minute, which would
+  // cancel them before the experiment has its gaps.
   Nanos DrainTimeout() const { return std::max<Nanos>(e_.budget_left(), std::chrono::minutes(1)); }
 
   // One request of the trace, alone; nullopt (and a note) when it failed.

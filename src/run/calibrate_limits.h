@@ -1,8 +1,8 @@
 // run/calibrate_limits.h
 //
-// Owns: `bakeoff calibrate`, second part (issue 13 item 1): the scheduler's limits and features
-// seen from the outside, each by a short experiment of its own, in this order (a later one uses
-// what an earlier one found):
+// Owns: `bakeoff calibrate`, second part (docs/engine-presets.md): the scheduler's limits and
+// features seen from the outside, each by a short experiment of its own, in this order (a later
+// one uses what an earlier one found):
 //   1. max_num_seqs: n short requests sent at once, n = 8, 16, ... and the cap itself; those whose
 //      first token comes before the first answer ends were running together. In the first burst
 //      where fewer ran than were sent, those that ran are the limit; otherwise it is at least the
@@ -75,7 +75,7 @@ LimitsOutcome MeasureLimits(const LimitsExperiment& experiment, emulate::EngineC
 // an earlier one (each above 0): the largest power of two dividing their greatest common divisor
 // when that divisor is at most kLargestPrefixBlock, else the divisor itself. Engines' KV blocks
 // are powers of two (vLLM 16, TensorRT-LLM 32 or 64, LMDeploy 64), so counts that share an odd
-// factor by chance (llama.cpp's slot reuse gave 10, 560, 705 and 1020: divisor 5) read as 1,
+// factor by chance (llama.cpp's slot reuse can give 10, 560, 705 and 1020: divisor 5) read as 1,
 // token-granular matching. 0 for no counts.
 inline constexpr std::uint64_t kLargestPrefixBlock = 256;
 std::uint64_t PrefixBlockOfCounts(const std::vector<std::uint64_t>& counts);

@@ -72,11 +72,11 @@ IdleSlotsOutcome MeasureIdleSlots(const load::TargetSpec& target, std::uint32_t 
   std::vector<std::string> seen;
   for (const IdleSlotProbe& p : out.probes) {
     // The filled probe against the fit's two predictions, not against the cleared probe: one
-    // request after clearing is erratic on llama.cpp (a 256-token prompt 131 ms, then 320 ms, in
-    // one run; cells left high in the cache, keeping the attended span wide, would do it), the
-    // fit's eleven points of five requests are not. Compared as logarithms: twice too slow is as
-    // far off as twice too fast (a relative residual caps "no slowdown"'s miss at 100%, however
-    // large the slowdown).
+    // request after clearing is erratic on llama.cpp (the same 256-token prompt can take more than
+    // twice as long one time as the next; cells left high in the cache, keeping the attended span
+    // wide, would do it: docs/engines/llama.cpp.md), the fit's eleven points of five requests are
+    // not. Compared as logarithms: twice too slow is as far off as twice too fast (a relative
+    // residual caps "no slowdown"'s miss at 100%, however large the slowdown).
     kept_ss += std::pow(std::log(p.filled_ms / p.kept_ms), 2);
     none_ss += std::pow(std::log(p.filled_ms / p.none_ms), 2);
     out.mean_slowdown += (p.filled_ms / p.none_ms - 1) / static_cast<double>(out.probes.size());

@@ -20,10 +20,10 @@
 //     fit gives them with nothing kept (beyond what a shared machine's speed moves single requests by), and the
 //     fit's time with the kept cells attended is nearer their measured TTFT than its time
 //     without, as the RMS of ln(measured / predicted). The cleared probe is shown, not judged:
-//     on llama.cpp b4748 one request after clearing is erratic (131 and 320 ms for the same
-//     256-token prompt in run r18), and judged as filled over cleared the kept cells were left
-//     out of r15b, r16a and r18, though in r16a and r18 every filled probe was nearer the fit's
-//     time with them (docs/engines/llama.cpp.md).
+//     on llama.cpp b4748 one request after clearing is erratic (the same 256-token prompt can
+//     take more than twice as long one time as the next), so a rule of filled over cleared
+//     leaves the kept cells out even where every filled probe is nearer the fit's time with
+//     them (docs/engines/llama.cpp.md).
 // Does not own: the whole-batch fit it is given (run/calibrate.cc), the loads (run/calibration_load.h).
 //
 // Thread-safety: blocks; `stop` may be set from a signal watcher.

@@ -95,7 +95,7 @@ std::optional<double> BeyondLone(const ValidationStep& v, std::string_view metri
   return (1 + load->error) / (1 + lone->error) - 1;
 }
 
-// The metrics a step must predict within the targets, and how closely.
+// The metrics a step must predict within the validation's tolerances, and how closely.
 std::string OutOfTolerance(const std::vector<MetricError>& metrics) {
   std::string out;
   for (const MetricError& e : metrics) {

@@ -1,7 +1,8 @@
 // run/validate.h
 //
-// Owns: `bakeoff calibrate --validate` (issue 13 item 2): how far the simulator, given an engine
-// preset (a calibrated one, typically), is from a live endpoint on loads it was not fitted on.
+// Owns: `bakeoff calibrate --validate` (docs/engine-presets.md, "Validation"): how far the
+// simulator, given an engine preset (a calibrated one, typically), is from a live endpoint on
+// loads it was not fitted on.
 //   1. capacity: a closed loop on the endpoint at min(the preset's max_num_seqs, 64) streams;
 //      its request throughput is "measured capacity"; the same loop on the simulator gives the
 //      preset's own capacity, and their difference says how near its saturation the model thinks
@@ -20,9 +21,10 @@
 //   3. per step and metric (TTFT and TPOT p50/p90/p99, request and output-token throughput, and
 //      goodput under the SLO when one is given) the prediction error (simulated - measured) /
 //      measured; a step "holds" when throughput is within kThroughputTolerance and the TTFT and
-//      TPOT medians within kMedianTolerance (the issue's targets), and the outcome says from which
-//      load on the model stops holding. The verdict is on the raw error; the error beyond the
-//      lone request, (1 + load's) / (1 + lone's) - 1, is shown beside it, not judged.
+//      TPOT medians within kMedianTolerance (the targets docs/engine-presets.md states), and the
+//      outcome says from which load on the model stops holding. The verdict is on the raw error;
+//      the error beyond the lone request, (1 + load's) / (1 + lone's) - 1, is shown beside it,
+//      not judged.
 // Files: DIR/capacity, DIR/simulated_capacity, DIR/measured and DIR/simulated are ordinary run
 // folders (records.jsonl, summary.json, report.html); DIR/validation.json the comparison
 // (docs/engine-presets.md, "Validation").

@@ -139,7 +139,8 @@ const char* ProblemName(Problem p);
 
 // ---------------------------------------------------------------------------------------------
 // One import: skip accounting, timestamps, ordering and delivery of rows. Its members are defined
-// here, in the class, so that each format's row loop inlines them as when they shared one file.
+// here, in the class, so that each format's row loop inlines them although it is in a file of
+// its own.
 
 class Import {
  public:

@@ -50,8 +50,9 @@ void ResetMooncakeRow(TraceRequest& r) {
 // else: another key, a duplicate, an escape, a sign, a fraction or exponent, a leading zero, a
 // timestamp of more than 15 digits (beyond them the DOM path's text of the value would differ), a
 // length above UINT32_MAX, an id of more than 19 digits, trailing bytes. The DOM path then reads
-// the line and reports what is wrong, if anything, exactly as before; importers_test and the fuzzer
-// compare the two paths. `timestamp_text` receives the timestamp's digits.
+// the line and reports what is wrong, if anything, exactly as it would without the fast path;
+// importers_test and the fuzzer compare the two paths. `timestamp_text` receives the timestamp's
+// digits.
 bool PlainMooncakeRow(std::string_view line, TraceRequest& r, double* timestamp_ms,
                       std::string_view* timestamp_text) {
   const char* p = line.data();

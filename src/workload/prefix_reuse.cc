@@ -3,9 +3,10 @@
 // Owns: the chain set behind PrefixReuseCounter: an open-addressing table (linear probing) of
 // 64-bit chain hashes, 8 bytes a slot. A request's chain hashes depend only on its ids, so they
 // are computed first and the slot of each is prefetched before any is probed: the cache misses of
-// one request overlap instead of waiting on each other, as they did when each lookup needed the
-// node number the previous one returned. Push goes further: a request is counted only once the
-// slots of the next requests' blocks are on their way too (kQueueAheadKeys).
+// one request overlap instead of waiting on each other, as they would if each lookup needed
+// what the previous one returned (a tree walked node by node). Push goes further: a request is
+// counted only once the slots of the next requests' blocks are on their way too
+// (kQueueAheadKeys).
 #include "workload/prefix_reuse.h"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // `bakeoff bench` against servers on bad days, through the built binary: a server that dies
 // mid-run, one that echoes the credentials, inputs that cannot be represented, a full disk, and
-// the small ways a run used to go wrong (issue "Right against real servers on bad days").
+// the small ways a run can go quietly wrong (lengths beyond the context, prompts off the plan, a
+// base URL ending in /v1, skipped trace rows, a missing input file).
 #include <filesystem>
 #include <fstream>
 

@@ -89,8 +89,8 @@ TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
 
 // The prompt-length check counts prompts built as the run builds them, through the server; it
 // must not send the run's own prompts, or the first requests of every run find them in the
-// server's prefix cache (a validation's lone-request probe of three requests measured its TTFT
-// 2.4 times too short).
+// server's prefix cache (and a run of a few requests, such as a lone-request probe, measures its
+// TTFT far too short).
 TEST(BenchEmulatorTest, TheLengthCheckLeavesNoneOfTheRunsPromptsCached) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;

@@ -1,8 +1,7 @@
 // One engine model, two clocks: `bakeoff bench` against the real-time emulated server and
 // `bakeoff simulate` on the virtual clock, given the same preset, seed and open-loop load at
-// moderate load, agree on TTFT and TPOT p50 and p90 within 5% (issue 3, "Tests"). Also checks that
-// a simulate run writes the same files as a real run, marked emulated, and byte-identical for a
-// seed.
+// moderate load, agree on TTFT and TPOT p50 and p90 within 5%. Also checks that a simulate run
+// writes the same files as a real run, marked emulated, and byte-identical for a seed.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

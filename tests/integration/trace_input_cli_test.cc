@@ -1,6 +1,6 @@
-// The built binary reads traces however they are handed to it (issue 15): `bakeoff fingerprint`
-// of a file through `-` (standard input), `<(cat f)`, `/dev/stdin`, gzip and zstd files, and
-// compressed bytes through a pipe, writes the same fingerprint.json as of the plain file; `synth
+// The built binary reads traces however they are handed to it: `bakeoff fingerprint` of a file
+// through `-` (standard input), `<(cat f)`, `/dev/stdin`, gzip and zstd files, and compressed
+// bytes through a pipe, writes the same fingerprint.json as of the plain file; `synth
 // --from-trace -` and `simulate --trace` of a compressed pipe work; a rate scale or a window on a
 // trace without arrival times is refused with exit 2.
 #include <cstdlib>

@@ -25,7 +25,7 @@ Finished RunBakeoff(const std::vector<std::string>& args, const ProcessOptions& 
 #endif
   using Clock = std::chrono::steady_clock;
   // Atomic: tests run several children at once from their own threads (MergeTest's shards), and
-  // two runs given one number would share an output file (ThreadSanitizer found the race).
+  // two runs given one number would share an output file and mix their outputs.
   static std::atomic<int> run_number = 0;
   const auto output_path =
       bakeoff::testing::ScratchRoot() / ("bakeoff_process_" + std::to_string(::getpid()) +

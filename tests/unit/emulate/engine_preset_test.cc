@@ -541,8 +541,9 @@ TEST(EnginePresetTest, ValuesWithASlashOrYamlSuffixArePaths) {
   EXPECT_NE(folder.error().message.find("is not a regular file"), std::string::npos);
 }
 
-// Found by fuzz_engine_preset: yaml-cpp 0.7 never returns from LoadAll on a document that is
-// only ","; the preset reader must refuse it instead of hanging.
+// yaml-cpp 0.7 never returns from LoadAll on a document that is only "," (the fuzz corpus keeps
+// a preset with such a comma: tests/fuzz/corpus/engine_preset/regression-yaml-cpp-hang); the
+// preset reader must refuse it instead of hanging.
 TEST(EnginePresetTest, AStrayFlowCommaIsRefusedNotAHang) {
   for (const char* text : {",\n", ",", "- ,\n,\n"}) {
     Result<EnginePreset> preset = ParseEnginePreset(text, "comma.yaml");

@@ -1,5 +1,5 @@
 // Scenario tests of the engine model, run on the virtual clock (emulate/simulator.h): each checks
-// a relation the seeds name as deciding engine choices (issue 3, "Tests"), never an exact figure.
+// a relation the seeds name as deciding engine choices, never an exact figure.
 // Every workload is seeded, so a failure reproduces.
 #include <gtest/gtest.h>
 

@@ -248,7 +248,8 @@ namespace bakeoff::load {
 namespace {
 
 // The arrival process and the requests' prompts draw from different streams of the run's seed:
-// before, step s's arrivals and its request 0's prompt were seeded alike.
+// a step's arrival seed is none of its requests' seeds (request 0's included), and not the next
+// step's arrival seed.
 TEST(ArrivalSeedTest, ArrivalsAndPromptsDrawFromStreamsOfTheirOwn) {
   for (std::uint64_t seed : {0ULL, 1ULL, 42ULL, 0xffffffffffffffffULL}) {
     for (std::uint32_t step = 0; step < 3; ++step) {

@@ -30,7 +30,7 @@ TEST(CalibrateLimitsTest, PrefixBlockIsTheLargestPowerOfTwoDividingEveryCount) {
   // Counts that all happen to be multiples of 48 are still 16-token blocks, not 48.
   EXPECT_EQ(PrefixBlockOfCounts({48, 96, 240, 960}), 16u);
   EXPECT_EQ(PrefixBlockOfCounts({64, 448, 960}), 64u);
-  // llama.cpp b4748 (2026-12-04, r16a): its slot reuse gave counts whose divisor is 5.
+  // llama.cpp b4748's slot reuse can give counts whose divisor is 5: read as token-granular.
   EXPECT_EQ(PrefixBlockOfCounts({10, 560, 705, 1020, 1050}), 1u);
   // A token-granular cache that matched every shared 50-token block exactly.
   EXPECT_EQ(PrefixBlockOfCounts({300, 450, 550, 700, 850, 1000}), 2u);

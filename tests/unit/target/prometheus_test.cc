@@ -626,8 +626,8 @@ TEST(PrometheusHistogramQuantileTest, NoAnswerWithoutData) {
 namespace bakeoff::target {
 namespace {
 
-// Found by fuzz_prometheus (tests/fuzz/corpus/prometheus/regression-empty-quoted-type-name): a
-// quoted metric or label name that is empty names nothing, so it makes no family.
+// A quoted metric or label name that is empty names nothing, so it makes no family (the fuzz
+// corpus keeps such a page: tests/fuzz/corpus/prometheus/regression-empty-quoted-type-name).
 TEST(PrometheusParseTest, AnEmptyQuotedNameMakesNoFamily) {
   for (const std::string_view text : {"# TYPE \"\" summary\nup 1\n", "# HELP \"\" text\nup 1\n", "{\"\"} 1\n"}) {
     Result<MetricsPage> page = ParsePrometheusText(text);

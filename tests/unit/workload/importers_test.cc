@@ -479,7 +479,7 @@ TEST(ImportersTest, LongLinesAndCrlfAndMissingFinalNewline) {
   EXPECT_GT(ids, 2'000'000u);
 }
 
-// Found by fuzz_trace_import: year 4046 overflowed the nanosecond arithmetic.
+// Year 4046 is past what nanoseconds since 1970 hold in 64 bits: a bad timestamp, not an overflow.
 TEST(ImportersTest, DateTimesBeyondTheNanosecondRangeAreBadTimestamps) {
   const std::string text =
       "TIMESTAMP,ContextTokens,GeneratedTokens\n4046-11-16 18:15:46.6805900,374,44\n";
@@ -492,8 +492,8 @@ TEST(ImportersTest, DateTimesBeyondTheNanosecondRangeAreBadTimestamps) {
             "or a number");
 }
 
-// Found by fuzz_trace_import: quoted fields pointed into strings that moved when the splitter's
-// storage grew.
+// Enough quoted fields that the splitter's storage grows while it splits: the fields read so far
+// must not point into strings that moved.
 TEST(ImportersTest, ManyQuotedFieldsOnOneLine) {
   std::string header = "\"ts\",\"in\",\"out\"";
   std::string row = "\"1\",\"2\",\"3\"";
@@ -514,8 +514,8 @@ TEST(ImportersTest, ManyQuotedFieldsOnOneLine) {
   EXPECT_EQ(rows[0].model, "v\"39");
 }
 
-// Found by fuzz_trace_import: a canonical trace (seconds since the start by definition) whose
-// first row was at 1.9e8 s was read as Unix epoch seconds, and a later 0 as a change of units.
+// A canonical trace is seconds since the start by definition: a first row at 1.9e8 s is not read
+// as Unix epoch seconds, nor a later 0 as a change of units.
 TEST(ImportersTest, SinceStartFormatsDoNotGuessEpochUnits) {
   const std::string text =
       "{\"format\":\"bakeoff-trace\",\"version\":1}\n"
@@ -562,7 +562,7 @@ TEST(ImportersTest, TextBlockIdsCutEveryFourBytesPerToken) {
   EXPECT_EQ(EstimateTokens(5), 2u);
 }
 
-// Issue 15, item 3: ShareGPT edge cases.
+// ShareGPT edge cases.
 Result<ImportReport> Buffer(const std::string& text, const std::string& name,
                             std::vector<TraceRequest>* rows, ImportOptions options = {}) {
   return ImportTraceBuffer(text, name, options, [rows](const TraceRequest& r, std::uint32_t) {
@@ -659,8 +659,8 @@ TEST(ImportersTest, ShareGptRowsAsJsonlAreShareGpt) {
             "b.jsonl:3 (id \"conv3\"): no \"conversations\" (or \"messages\") array");
 }
 
-// Issue 15, item 4: a line holding only white space is a blank line in every format: ignored,
-// with or without --skip-invalid, and counted in a note.
+// A line holding only white space is a blank line in every format: ignored, with or without
+// --skip-invalid, and counted in a note.
 TEST(ImportersTest, WhitespaceOnlyLinesAreBlankLinesAndNoted) {
   const std::string mooncake =
       "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n \n"

@@ -569,8 +569,8 @@ TEST(SynthesisTest, OptionErrorsNameTheOption) {
   EXPECT_EQ(t.error().message, "window: needs 0 <= start < end");
 }
 
-// Issue 15, item 4: a rate scale or a window on a source without arrival times (ShareGPT) would
-// change nothing (or drop everything) silently; they are refused, naming the option.
+// A rate scale or a window on a source without arrival times (ShareGPT) would change nothing
+// (or drop everything) silently; they are refused, naming the option.
 TEST(SynthesisTest, TimeOptionsWithoutArrivalTimesAreRefused) {
   Result<Trace> sharegpt =
       LoadTrace(std::string(BAKEOFF_TESTDATA_DIR) + "/traces/sharegpt_small.json", {});
@@ -616,12 +616,12 @@ TEST(SynthesisTest, TimeOptionsWithoutArrivalTimesAreRefused) {
   EXPECT_EQ(made->requests.size(), 5u);
 }
 
-// Issue 15, item 1: property tests over generated sources spanning the burstiness real traces
-// show. A source's arrivals are instants whose gaps have coefficient of variation `cv` (0: evenly
-// spaced; below 1 Gamma; from 1 a two-phase hyperexponential with balanced means: bursts of
-// short gaps between long ones, drawn without underflow, so with no tied gaps); `batch_max` > 1
-// puts a batch of 1 to batch_max requests (uniformly) at each instant; `idle` switches the traffic
-// off for one hour after every two.
+// Property tests over generated sources spanning the burstiness real traces show. A source's
+// arrivals are instants whose gaps have coefficient of variation `cv` (0: evenly spaced; below 1
+// Gamma; from 1 a two-phase hyperexponential with balanced means: bursts of short gaps between
+// long ones, drawn without underflow, so with no tied gaps); `batch_max` > 1 puts a batch of 1
+// to batch_max requests (uniformly) at each instant; `idle` switches the traffic off for one hour
+// after every two.
 struct GeneratedShape {
   double cv = 1;
   std::uint32_t batch_max = 1;

@@ -165,7 +165,7 @@ TEST(TraceInputTest, EveryImporterReadsStdinPipesGzipAndZstdAsThePlainFile) {
   generic.columns = *ParseCsvColumns(
       "time=ts_ms,input=prompt,output=completion,group=tenant,model=lora,structured=json");
   ExpectEveryWayReadsTheSame(Data("generic.csv"), generic);
-  // With an explicit format too (the issue's `--format` over a pipe).
+  // With an explicit format too (`--format` given with a pipe).
   ImportOptions mooncake;
   mooncake.format = TraceFormat::kMooncake;
   ExpectEveryWayReadsTheSame(Data("mooncake_small.jsonl"), mooncake);
