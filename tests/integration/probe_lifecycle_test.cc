@@ -7,13 +7,12 @@
 #include <map>
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "emulate/server.h"
 #include "support/bakeoff_process.h"
+#include "support/scripted_server.h"
 #include "target/launcher.h"
 #include "support/scratch.h"
 
@@ -25,17 +24,7 @@ using testing::Finished;
 using testing::ProcessOptions;
 using testing::RunBakeoff;
 
-std::uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+std::uint16_t FreePort() { return testing::UnusedLoopbackPort(); }
 
 std::filesystem::path OutDir() {
   const auto dir = bakeoff::testing::ScratchRoot() /

@@ -510,6 +510,18 @@ bool ScriptedServer::Play(Io& io, const Script& script, std::size_t request_inde
   return true;
 }
 
+std::uint16_t UnusedLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
 TestCertificate MakeSelfSignedCertificate(const std::string& dir,
                                           const std::string& subject_alt_names) {
   namespace fs = std::filesystem;

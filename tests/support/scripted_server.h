@@ -187,6 +187,10 @@ class ScriptedServer {
   std::vector<CapturedRequest> requests_;
 };
 
+// A loopback TCP port that was free a moment ago: bound by the kernel's choice, then closed, never
+// listened on, so connecting to it is refused until something else takes it.
+std::uint16_t UnusedLoopbackPort();
+
 // A self-signed certificate (by default for 127.0.0.1 and localhost), made with the openssl
 // command line tool in a fresh directory under `dir`. `subject_alt_names` is openssl's
 // subjectAltName syntax. Fails the current test (and returns empty paths) on error. The directory

@@ -7,9 +7,6 @@
 // tests live in more than one file, and googletest wants one fixture type per suite.
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
@@ -136,15 +133,7 @@ inline std::unique_ptr<RecordingHandler> RunOne(const std::string& url, HttpRequ
 }
 
 inline std::string ClosedPortUrl() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);  // bound, never listening: connecting is refused
-  return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  return "http://127.0.0.1:" + std::to_string(bakeoff::testing::UnusedLoopbackPort());
 }
 
 // A self-signed certificate (for 127.0.0.1 and localhost) for the scripted server's TLS.
