@@ -29,13 +29,13 @@ namespace {
 constexpr std::size_t kTokens = 4096;          // content events per stream (~0.9 MiB of wire)
 constexpr std::size_t kReadBytes = 64 * 1024;  // one socket read
 
-const ChatStream& Stream() {
+const ChatStream& SampleStream() {
   static const ChatStream stream = MakeChatStream(kTokens);
   return stream;
 }
 
 void SetCounters(benchmark::State& state, std::size_t events_per_iteration) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * events_per_iteration));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * s.wire.size()));
   state.counters["events_per_stream"] = static_cast<double>(events_per_iteration);
@@ -43,7 +43,7 @@ void SetCounters(benchmark::State& state, std::size_t events_per_iteration) {
 
 // Baseline: the least any framer must do, find every line end (glibc's vectorised memchr).
 void BM_Baseline_MemchrLineEnds(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   const std::vector<std::string_view> reads = SplitIntoReads(s.wire, kReadBytes);
   for (auto _ : state) {
     std::size_t lines = 0;
@@ -67,7 +67,7 @@ BENCHMARK(BM_Baseline_MemchrLineEnds);
 
 // Every event's payload must come out byte for byte; checked once before timing.
 bool FramingIsCorrect(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   net::SseDecoder decoder;
   std::vector<net::SseEvent> events;
   for (std::string_view read : SplitIntoReads(s.wire, kReadBytes)) {
@@ -96,7 +96,7 @@ bool FramingIsCorrect(benchmark::State& state) {
 // SSE framing alone: every read fed to a fresh decoder per stream, events appended to a reused
 // vector (as load::Exchange does).
 void BM_SseFraming(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   if (!FramingIsCorrect(state)) return;
   const std::vector<std::string_view> reads = SplitIntoReads(s.wire, kReadBytes);
   std::vector<net::SseEvent> events;
@@ -156,7 +156,7 @@ struct DecodeTally {
 // Baseline: a bare simdjson DOM parse of every payload (no field access), the floor under any
 // decoder built on it. [DONE] is not JSON and is skipped.
 void BM_Baseline_SimdjsonParse(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   std::vector<simdjson::padded_string> padded;
   for (const std::string& p : s.payloads) {
     if (p != "[DONE]") padded.emplace_back(p);
@@ -180,7 +180,7 @@ BENCHMARK(BM_Baseline_SimdjsonParse);
 
 // Chunk decoding alone, payloads already framed.
 void BM_OpenAiChunkDecoding(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   dialect::OpenAiStreamDecoder decoder;
   for (auto _ : state) {
     decoder.Reset();
@@ -205,7 +205,7 @@ BENCHMARK(BM_OpenAiChunkDecoding);
 // Framing and decoding chained per read, as load::Exchange::OnBody does: the client's per-event
 // parsing cost (timing and recording excluded).
 void BM_SseFramingAndDecoding(benchmark::State& state) {
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   if (!FramingIsCorrect(state)) return;
   const std::vector<std::string_view> reads = SplitIntoReads(s.wire, kReadBytes);
   dialect::OpenAiStreamDecoder decoder;
@@ -243,7 +243,7 @@ BENCHMARK(BM_SseFramingAndDecoding);
 // one decoder per open stream this is part of the client's memory per stream.
 void BM_OpenAiDecoderHeapBytes(benchmark::State& state) {
   constexpr std::size_t kDecoders = 256;
-  const ChatStream& s = Stream();
+  const ChatStream& s = SampleStream();
   double bytes_per_decoder = 0;
   for (auto _ : state) {
     std::vector<std::unique_ptr<dialect::OpenAiStreamDecoder>> decoders;

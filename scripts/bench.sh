@@ -12,6 +12,8 @@
 #   soak     the client's memory over a long open loop                          scripts/bench_soak.sh
 #   twin     calibrate + validate against BENCH_TWIN_URL and the emulator (only   scripts/bench_twin.sh
 #            when BENCH_ONLY names it)
+#   build    `make test` on a clean clone, cold and after a header change (only   scripts/bench_build.sh
+#            when BENCH_ONLY names it: ~40 min with the machine to itself)
 # Every figure is checked before it is reported (all requests ok, the expected token counts, the
 # expected fingerprint...); a failed check is a failure line in the document and exit status 1.
 # Everything listens on 127.0.0.1 and every run is bounded by a timeout.
@@ -34,8 +36,9 @@ set -euo pipefail
 
 build=${1:-build/release}
 root=$(cd "$(dirname "$0")/.." && pwd)
-all_sections="macro micro workload emulator report soak twin"
-# twin needs an engine the user started (BENCH_TWIN_URL), so only BENCH_ONLY=twin runs it.
+all_sections="macro micro workload emulator report soak twin build"
+# twin needs an engine the user started (BENCH_TWIN_URL), and build the machine to itself for
+# ~40 minutes, so only BENCH_ONLY=twin / BENCH_ONLY=build runs them.
 default_sections="macro micro workload emulator report soak"
 only=${BENCH_ONLY:-${default_sections// /,}}
 # The macro section's notes quote the micro-benchmarks' figures of the same run.

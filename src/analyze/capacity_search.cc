@@ -9,7 +9,6 @@
 namespace bakeoff::analyze {
 namespace {
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
 bool Finite(double x) { return std::isfinite(x); }
 
@@ -71,26 +70,26 @@ RateTrial TrialFromStep(const StepAnalysis& step, double rate_per_s, std::uint32
 }
 
 Status ValidateCapacitySearchOptions(const CapacitySearchOptions& o) {
-  if (!Finite(o.min_rate_per_s) || o.min_rate_per_s <= 0) return Invalid("capacity: min_rate must be > 0");
+  if (!Finite(o.min_rate_per_s) || o.min_rate_per_s <= 0) return InvalidInput("capacity: min_rate must be > 0");
   if (!Finite(o.max_rate_per_s) || o.max_rate_per_s < o.min_rate_per_s) {
-    return Invalid("capacity: max_rate must be at least min_rate");
+    return InvalidInput("capacity: max_rate must be at least min_rate");
   }
   if (!Finite(o.start_rate_per_s) || o.start_rate_per_s < o.min_rate_per_s ||
       o.start_rate_per_s > o.max_rate_per_s) {
-    return Invalid(fmt::format("capacity: start_rate {} is outside [{}, {}]", o.start_rate_per_s,
+    return InvalidInput(fmt::format("capacity: start_rate {} is outside [{}, {}]", o.start_rate_per_s,
                                o.min_rate_per_s, o.max_rate_per_s));
   }
   if (!Finite(o.precision) || o.precision <= 0.001 || o.precision > 1) {
-    return Invalid("capacity: precision must be in (0.001, 1]");
+    return InvalidInput("capacity: precision must be in (0.001, 1]");
   }
-  if (o.repeats < 1 || o.repeats > 100) return Invalid("capacity: repeats must be in [1, 100]");
+  if (o.repeats < 1 || o.repeats > 100) return InvalidInput("capacity: repeats must be in [1, 100]");
   if (!(o.target_attainment > 0 && o.target_attainment <= 1)) {
-    return Invalid("capacity: the attainment target must be in (0, 1]");
+    return InvalidInput("capacity: the attainment target must be in (0, 1]");
   }
   if (!(o.min_availability >= 0 && o.min_availability <= 1)) {
-    return Invalid("capacity: the availability target must be in [0, 1]");
+    return InvalidInput("capacity: the availability target must be in [0, 1]");
   }
-  if (o.max_points < 2 || o.max_points > 200) return Invalid("capacity: max_points must be in [2, 200]");
+  if (o.max_points < 2 || o.max_points > 200) return InvalidInput("capacity: max_points must be in [2, 200]");
   return Ok{};
 }
 

@@ -75,4 +75,7 @@ using Status = Result<Ok>;
 
 inline Error MakeError(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
 
+// The error of input that breaks its documented format or a stated rule (a file, a field, a flag).
+inline Error InvalidInput(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
+
 }  // namespace bakeoff

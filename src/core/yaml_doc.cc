@@ -17,9 +17,6 @@ namespace bakeoff::yaml {
 
 namespace {
 
-Error Invalid(std::string message) {
-  return MakeError(ErrorCode::kInvalidInput, std::move(message));
-}
 
 // Counts parse events and gives up past a bound (CheckYamlTerminates).
 class BoundedEventCounter final : public YAML::EventHandler {
@@ -136,7 +133,7 @@ std::string Diagnostics::Text() const {
 
 Error Diagnostics::ToError() const {
   BAKEOFF_CHECK(!empty()) << "ToError() without diagnostics";
-  return Invalid(Text());
+  return InvalidInput(Text());
 }
 
 // --- Suggestions ---
@@ -227,13 +224,13 @@ Status CheckYamlTerminates(std::string_view text, std::string_view source,
   try {
     for (int documents = 0; parser.HandleNextDocument(counter);) {
       if (++documents > max_documents) {
-        return Invalid(max_documents == kMaxDocumentsOfOneFile
+        return InvalidInput(max_documents == kMaxDocumentsOfOneFile
                            ? fmt::format("{}:1: more than one YAML document", source)
                            : fmt::format("{}:1: more than {} YAML documents", source, max_documents));
       }
     }
   } catch (const YAML::Exception& e) {
-    return Invalid(
+    return InvalidInput(
         fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), OneLine(e.msg)));
   }
   return Ok{};
@@ -248,19 +245,19 @@ Result<YAML::Node> LoadDocument(std::string_view text, std::string_view source,
   try {
     documents = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return Invalid(
+    return InvalidInput(
         fmt::format("{}:{}: not valid YAML: {}", source, LineOf(e.mark), OneLine(e.msg)));
   }
   if (documents.empty() || documents[0].IsNull()) {
-    return Invalid(fmt::format("{}:1: empty {}{}", source, kind.noun, kind.empty_hint));
+    return InvalidInput(fmt::format("{}:1: empty {}{}", source, kind.noun, kind.empty_hint));
   }
   const YAML::Node& root = documents[0];
   if (!kind.expect_mapping.empty() && !root.IsMap()) {
-    return Invalid(fmt::format("{}:{}: expected {}, got {}", source, LineOf(root.Mark()),
+    return InvalidInput(fmt::format("{}:{}: expected {}, got {}", source, LineOf(root.Mark()),
                                kind.expect_mapping, OneLine(Describe(root))));
   }
   if (documents.size() > 1) {
-    return Invalid(fmt::format("{}:{}: a {} is one YAML document; a second one starts here",
+    return InvalidInput(fmt::format("{}:{}: a {} is one YAML document; a second one starts here",
                                source, LineOf(documents[1].Mark()), kind.noun));
   }
   return root;

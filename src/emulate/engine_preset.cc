@@ -165,9 +165,6 @@ std::vector<std::string> EnumNames(NameFn name_of) {
 
 // --- Values ---
 
-Error Invalid(std::string message) {
-  return MakeError(ErrorCode::kInvalidInput, std::move(message));
-}
 
 // --- The reader ---
 
@@ -176,7 +173,7 @@ class PresetReader {
   explicit PresetReader(std::string_view source) : source_(source) {}
 
   Error Fail(const YAML::Mark& mark, std::string_view key, std::string_view what) const {
-    return Invalid(fmt::format("{}:{}: {}: {}", source_, LineOf(mark), key, what));
+    return InvalidInput(fmt::format("{}:{}: {}: {}", source_, LineOf(mark), key, what));
   }
 
   // Reads the entries of `map` (the document, or the value of section `section`) into `out`.
@@ -425,7 +422,7 @@ Result<EnginePreset> Parse(std::string_view yaml_text, std::string_view source,
   PresetReader reader(source);
   if (Status st = reader.ReadMapping(root, "", preset); !st.ok()) return st.error();
   if (Status valid = ValidateEngineConfig(preset.config); !valid.ok()) {
-    return Invalid(LocateValidationError(valid.error().message, source, reader.lines()));
+    return InvalidInput(LocateValidationError(valid.error().message, source, reader.lines()));
   }
   return preset;
 }
@@ -477,14 +474,14 @@ std::vector<std::string> ListEnginePresets(const std::filesystem::path& presets_
 Result<std::filesystem::path> ResolveEnginePreset(std::string_view name_or_path,
                                                   const std::filesystem::path& presets_dir) {
   if (name_or_path.empty())
-    return Invalid("engine preset: expected a preset name or a .yaml file, got nothing");
+    return InvalidInput("engine preset: expected a preset name or a .yaml file, got nothing");
   const bool is_path = name_or_path.find('/') != std::string_view::npos ||
                        name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
   std::error_code ec;
   if (is_path) {
     const std::filesystem::path path(name_or_path);
     if (std::filesystem::is_regular_file(path, ec)) return path;
-    return Invalid(fmt::format("{}: {}", path.string(),
+    return InvalidInput(fmt::format("{}: {}", path.string(),
                                std::filesystem::exists(path, ec) ? "is not a regular file"
                                                                  : "no such engine preset file"));
   }
@@ -492,11 +489,11 @@ Result<std::filesystem::path> ResolveEnginePreset(std::string_view name_or_path,
   if (std::filesystem::is_regular_file(path, ec)) return path;
   const std::vector<std::string> names = ListEnginePresets(presets_dir);
   if (names.empty()) {
-    return Invalid(fmt::format("unknown engine preset '{}': {} holds no presets (*.yaml)",
+    return InvalidInput(fmt::format("unknown engine preset '{}': {} holds no presets (*.yaml)",
                                name_or_path, presets_dir.string()));
   }
   const std::optional<std::string> suggestion = yaml::NearestName(name_or_path, names);
-  return Invalid(fmt::format(
+  return InvalidInput(fmt::format(
       "unknown engine preset '{}'{} (available in {}: {}; or give a path to a .yaml file)",
       name_or_path, suggestion ? fmt::format("; did you mean {}?", *suggestion) : "",
       presets_dir.string(), yaml::JoinNames(names)));

@@ -52,7 +52,7 @@ std::string Short(const json& value) {
   return text;
 }
 
-std::optional<std::string> Check(const json& value, const json& schema, const std::string& path) {
+std::optional<std::string> Violation(const json& value, const json& schema, const std::string& path) {
   if (schema.is_boolean()) {
     if (schema.get<bool>()) return std::nullopt;
     return path + ": the schema accepts nothing here";
@@ -91,7 +91,7 @@ std::optional<std::string> Check(const json& value, const json& schema, const st
         properties != schema.end() && properties->is_object()) {
       for (const auto& [name, subschema] : properties->items()) {
         if (auto member = value.find(name); member != value.end()) {
-          if (auto why = Check(*member, subschema, path + "." + name)) return why;
+          if (auto why = Violation(*member, subschema, path + "." + name)) return why;
         }
       }
     }
@@ -99,7 +99,7 @@ std::optional<std::string> Check(const json& value, const json& schema, const st
   if (value.is_array()) {
     if (auto items = schema.find("items"); items != schema.end()) {
       for (std::size_t i = 0; i < value.size(); ++i) {
-        if (auto why = Check(value[i], *items, fmt::format("{}[{}]", path, i))) return why;
+        if (auto why = Violation(value[i], *items, fmt::format("{}[{}]", path, i))) return why;
       }
     }
   }
@@ -142,7 +142,7 @@ std::optional<std::string> Problem(const json& schema, const std::string& path) 
 }  // namespace
 
 std::optional<std::string> SchemaViolation(const json& value, const json& schema) {
-  return Check(value, schema, "$");
+  return Violation(value, schema, "$");
 }
 
 std::optional<std::string> SchemaProblem(const json& schema) { return Problem(schema, "schema"); }

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/ascii.h"
 #include "core/file.h"
 #include "core/json_dump.h"
 #include "core/json_text.h"
@@ -45,11 +46,6 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Quote(std::string_view text) {
   std::string cut(Utf8Prefix(text, 80));
@@ -258,7 +254,7 @@ ItemScore ScoreOutput(const QualityItem& item, std::string_view output) {
                                 same ? "==" : "!=", Quote(Trim(item.reference)))};
     }
     case Scorer::kContains: {
-      const bool found = Lower(output).find(Lower(item.reference)) != std::string::npos;
+      const bool found = AsciiLower(output).find(AsciiLower(item.reference)) != std::string::npos;
       return {found, fmt::format("{} {} in the output", Quote(item.reference),
                                  found ? "found" : "not found")};
     }

@@ -26,7 +26,6 @@ constexpr std::uint64_t kCapacityRequests = 2000;
 // The idle replay's requests are this far apart (virtual seconds): each finds the replica empty.
 constexpr double kIdleGapSeconds = 3600;
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
 // A scenario's load: the config and the trace it points into (owned here, as StepSpec holds a
 // plain pointer).
@@ -263,32 +262,32 @@ const FleetTrial* RouterPlan::Chosen() const {
 }
 
 Status ValidateFleetPlanConfig(const FleetPlanConfig& config) {
-  if (config.load.slo.empty()) return Invalid("--slo: plan sizes a fleet to meet an SLO; give one (e.g. ttft_p99=500ms)");
+  if (config.load.slo.empty()) return InvalidInput("--slo: plan sizes a fleet to meet an SLO; give one (e.g. ttft_p99=500ms)");
   if (config.load.run.steps.size() != 1) {
-    return Invalid(fmt::format("plan sizes a fleet for one load, got {} steps (give one --rate, or --trace)",
+    return InvalidInput(fmt::format("plan sizes a fleet for one load, got {} steps (give one --rate, or --trace)",
                                config.load.run.steps.size()));
   }
   const load::StepSpec& step = config.load.run.steps[0];
   if (step.mode == load::LoopMode::kClosed) {
-    return Invalid("plan sizes a fleet for an arrival rate: give --rate or --trace, not --concurrency");
+    return InvalidInput("plan sizes a fleet for an arrival rate: give --rate or --trace, not --concurrency");
   }
-  if (step.mode == load::LoopMode::kTrace && step.trace == nullptr) return Invalid("plan: the trace step has no trace");
-  if (config.routers.empty()) return Invalid("--routers: at least one router");
+  if (step.mode == load::LoopMode::kTrace && step.trace == nullptr) return InvalidInput("plan: the trace step has no trace");
+  if (config.routers.empty()) return InvalidInput("--routers: at least one router");
   if (config.max_replicas < 1 || config.max_replicas > kMaxPlanReplicas) {
-    return Invalid(fmt::format("--max-replicas: {} is not in [1, {}]", config.max_replicas, kMaxPlanReplicas));
+    return InvalidInput(fmt::format("--max-replicas: {} is not in [1, {}]", config.max_replicas, kMaxPlanReplicas));
   }
   for (std::size_t i = 0; i < config.routers.size(); ++i) {
     if (std::find(config.routers.begin(), config.routers.begin() + static_cast<std::ptrdiff_t>(i), config.routers[i]) !=
         config.routers.begin() + static_cast<std::ptrdiff_t>(i)) {
-      return Invalid(fmt::format("--routers: {} is named twice", emulate::RouterName(config.routers[i])));
+      return InvalidInput(fmt::format("--routers: {} is named twice", emulate::RouterName(config.routers[i])));
     }
   }
-  if (!(config.growth > 0 && config.growth <= 1e6)) return Invalid("--growth: must be in (0, 1000000]");
+  if (!(config.growth > 0 && config.growth <= 1e6)) return InvalidInput("--growth: must be in (0, 1000000]");
   if (!(config.target_attainment > 0 && config.target_attainment <= 1)) {
-    return Invalid("--target-attainment: must be in (0, 1]");
+    return InvalidInput("--target-attainment: must be in (0, 1]");
   }
   if (!(config.min_availability >= 0 && config.min_availability <= 1)) {
-    return Invalid("--min-availability: must be in [0, 1]");
+    return InvalidInput("--min-availability: must be in [0, 1]");
   }
   return emulate::ValidateSimConfig(config.load.sim);
 }
@@ -301,7 +300,7 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
   if (grown.step().mode == load::LoopMode::kTrace) workload::ScaleRate(*grown.trace, config.growth);
   else grown.step().open.rate_per_s *= config.growth;
 
-  if (std::optional<std::string> over = OverContext(grown, config, log)) return Invalid(*over);
+  if (std::optional<std::string> over = OverContext(grown, config, log)) return InvalidInput(*over);
 
   // The load on one idle replica: if that misses the SLO, no fleet meets it.
   analyze::StepAnalysis idle;
@@ -309,7 +308,7 @@ Result<FleetPlan> PlanFleet(const FleetPlanConfig& config, const std::atomic<boo
                     stop, &idle);
   ++plan.simulations;
   if (const std::string miss = MissedTerms(idle); !miss.empty() || idle.ok_requests == 0) {
-    return Invalid(fmt::format(
+    return InvalidInput(fmt::format(
         "the SLO cannot be met by any fleet: one idle replica, serving {} of the load's requests one at a time, "
         "misses it ({})",
         idle.measured_requests, miss.empty() ? "no request completed: " + plan.idle.why_not : miss));

@@ -18,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
 // What merge needs of one shard's summary.json, checked for type as it is read.
 struct Shard {
@@ -85,21 +84,21 @@ Result<Shard> ReadShard(const fs::path& dir) {
   shard.dir = dir;
   const fs::path file = dir / "summary.json";
   Result<std::string> text = ReadFile(file);
-  if (!text.ok()) return Invalid(fmt::format("{}: {}", dir.string(), text.error().message));
+  if (!text.ok()) return InvalidInput(fmt::format("{}: {}", dir.string(), text.error().message));
   shard.summary = json::parse(text.value(), nullptr, false);
-  if (!shard.summary.is_object()) return Invalid(file.string() + ": not a JSON object");
+  if (!shard.summary.is_object()) return InvalidInput(file.string() + ": not a JSON object");
   if (Member(shard.summary, "merged") != nullptr) {
-    return Invalid(fmt::format("{}: is a merged run, not a shard: merge the shards themselves", dir.string()));
+    return InvalidInput(fmt::format("{}: is a merged run, not a shard: merge the shards themselves", dir.string()));
   }
   const json* config = Member(shard.summary, "config");
   const std::string shard_text = StringAt(shard.summary, {"config", "shard"});
   if (config == nullptr || !config->is_object() || shard_text.empty()) {
-    return Invalid(fmt::format("{}: not a bench run's folder (its config names no shard; bench --shard I/N writes one)",
+    return InvalidInput(fmt::format("{}: not a bench run's folder (its config names no shard; bench --shard I/N writes one)",
                                dir.string()));
   }
   const std::optional<load::ShardId> id = load::ParseShard(shard_text);
   if (!id) {
-    return Invalid(fmt::format("{}: config.shard '{}' is not I/N with 0 <= I < N <= {}", file.string(), shard_text,
+    return InvalidInput(fmt::format("{}: config.shard '{}' is not I/N with 0 <= I < N <= {}", file.string(), shard_text,
                                load::kMaxShards));
   }
   shard.index = id->index;
@@ -108,12 +107,12 @@ Result<Shard> ReadShard(const fs::path& dir) {
   const json* schedule = Member(shard.summary, "schedule");
   shard.schedule_sha256 = schedule != nullptr ? StringAt(*schedule, {"sha256"}) : "";
   if (shard.schedule_sha256.empty()) {
-    return Invalid(fmt::format("{}: holds no schedule sha256 (written by a bakeoff older than merge): run the shards again",
+    return InvalidInput(fmt::format("{}: holds no schedule sha256 (written by a bakeoff older than merge): run the shards again",
                                file.string()));
   }
   const json* steps = Member(shard.summary, "steps");
   if (steps == nullptr || !steps->is_array() || steps->size() != 1 || !(*steps)[0].is_object()) {
-    return Invalid(fmt::format("{}: a shard holds one step (bench --shard runs one); this holds {}", file.string(),
+    return InvalidInput(fmt::format("{}: a shard holds one step (bench --shard runs one); this holds {}", file.string(),
                                steps != nullptr && steps->is_array() ? std::to_string(steps->size()) : "none"));
   }
   shard.step = (*steps)[0];
@@ -145,21 +144,21 @@ Status CheckShards(std::vector<Shard>& shards, std::vector<std::string>& notes) 
   const Shard& first = shards.front();
   for (const Shard& s : shards) {
     if (s.count != first.count) {
-      return Invalid(fmt::format("{} is shard {} of {}, but {} is shard {} of {}: not one load", first.dir.string(),
+      return InvalidInput(fmt::format("{} is shard {} of {}, but {} is shard {} of {}: not one load", first.dir.string(),
                                  first.index, first.count, s.dir.string(), s.index, s.count));
     }
     if (s.schedule_sha256 != first.schedule_sha256) {
-      return Invalid(fmt::format("{} is not a shard of the same load as {}: its schedule differs ({})", s.dir.string(),
+      return InvalidInput(fmt::format("{} is not a shard of the same load as {}: its schedule differs ({})", s.dir.string(),
                                  first.dir.string(), FirstDifference(first, s)));
     }
     if (s.start_at != first.start_at &&
         (s.start_at.empty() || first.start_at.empty() || ParseInstant(s.start_at) != ParseInstant(first.start_at))) {
-      return Invalid(fmt::format("{} started at {}, {} at {}: shards of one load share --start-at", s.dir.string(),
+      return InvalidInput(fmt::format("{} started at {}, {} at {}: shards of one load share --start-at", s.dir.string(),
                                  s.start_at.empty() ? "no set instant" : s.start_at, first.dir.string(),
                                  first.start_at.empty() ? "no set instant" : first.start_at));
     }
     if (StringAt(s.summary, {"target", "model"}) != StringAt(first.summary, {"target", "model"})) {
-      return Invalid(fmt::format("{} loaded the model '{}', {} '{}': not one load", s.dir.string(),
+      return InvalidInput(fmt::format("{} loaded the model '{}', {} '{}': not one load", s.dir.string(),
                                  StringAt(s.summary, {"target", "model"}), first.dir.string(),
                                  StringAt(first.summary, {"target", "model"})));
     }
@@ -174,7 +173,7 @@ Status CheckShards(std::vector<Shard>& shards, std::vector<std::string>& notes) 
   for (std::uint32_t i = 0, at = 0; i < first.count; ++i) {
     if (at < shards.size() && shards[at].index == i) {
       if (at + 1 < shards.size() && shards[at + 1].index == i) {
-        return Invalid(fmt::format("shard {} of {} is given twice: {} and {}", i, first.count, shards[at].dir.string(),
+        return InvalidInput(fmt::format("shard {} of {} is given twice: {} and {}", i, first.count, shards[at].dir.string(),
                                    shards[at + 1].dir.string()));
       }
       ++at;
@@ -187,7 +186,7 @@ Status CheckShards(std::vector<Shard>& shards, std::vector<std::string>& notes) 
     std::vector<std::uint32_t> given;
     for (const Shard& s : shards) given.push_back(s.index);
     given.resize(std::min(given.size(), kNamed));
-    return Invalid(fmt::format(
+    return InvalidInput(fmt::format(
         "shard{} {}{} of {} {} missing (given: {}{}): a merge of part of a load would not be the load",
         missing_count > 1 ? "s" : "", fmt::join(missing, ", "),
         missing_count > missing.size() ? fmt::format(" and {} more", missing_count - missing.size()) : "", first.count,
@@ -201,7 +200,7 @@ Status CheckShards(std::vector<Shard>& shards, std::vector<std::string>& notes) 
 Result<std::uint64_t> MergeRecords(const Shard& shard, measure::StepRecorder& recorder, JsonlRecordSink& sink,
                                    std::vector<std::string>& notes) {
   std::ifstream in(shard.records);
-  if (!in) return Invalid(fmt::format("{}: cannot be read", shard.records.string()));
+  if (!in) return InvalidInput(fmt::format("{}: cannot be read", shard.records.string()));
   measure::RecordLineReader reader;
   std::string line;
   std::uint64_t line_number = 0, read = 0;
@@ -217,17 +216,17 @@ Result<std::uint64_t> MergeRecords(const Shard& shard, measure::StepRecorder& re
                                     shard.records.string(), line_number));
         break;
       }
-      return Invalid(fmt::format("{}:{}: {}", shard.records.string(), line_number, record.error().message));
+      return InvalidInput(fmt::format("{}:{}: {}", shard.records.string(), line_number, record.error().message));
     }
     if (record->step != 0) {
-      return Invalid(fmt::format("{}:{}: a record of step {}; the shard ran one step", shard.records.string(),
+      return InvalidInput(fmt::format("{}:{}: a record of step {}; the shard ran one step", shard.records.string(),
                                  line_number, record->step));
     }
     recorder.Add(record.value());
     sink.Write(record.value(), MonoTime{});
     ++read;
   }
-  if (in.bad()) return Invalid(fmt::format("{}: read failed after line {}", shard.records.string(), line_number));
+  if (in.bad()) return InvalidInput(fmt::format("{}: read failed after line {}", shard.records.string(), line_number));
   return read;
 }
 
@@ -292,7 +291,7 @@ json FairnessJson(const std::vector<Shard>& shards, const analyze::StepAnalysis&
 }  // namespace
 
 Result<BenchOutcome> MergeShards(const MergeConfig& config, const std::function<void(const std::string&)>& log) {
-  if (config.shard_dirs.empty()) return Invalid("no shard folders given");
+  if (config.shard_dirs.empty()) return InvalidInput("no shard folders given");
   BenchOutcome outcome;
   std::vector<Shard> shards;
   std::error_code ec;
@@ -300,7 +299,7 @@ Result<BenchOutcome> MergeShards(const MergeConfig& config, const std::function<
   for (const fs::path& dir : config.shard_dirs) {
     std::error_code dir_ec;
     if (!ec && fs::weakly_canonical(dir, dir_ec) == out && !dir_ec) {
-      return Invalid(fmt::format("--out {} is one of the shards: the merged run goes to a folder of its own", dir.string()));
+      return InvalidInput(fmt::format("--out {} is one of the shards: the merged run goes to a folder of its own", dir.string()));
     }
     Result<Shard> shard = ReadShard(dir);
     if (!shard.ok()) return shard.error();
@@ -310,7 +309,7 @@ Result<BenchOutcome> MergeShards(const MergeConfig& config, const std::function<
   const Shard& first = shards.front();
   const std::string slo_text = StringAt(first.summary, {"config", "slo"});
   Result<analyze::Slo> slo = slo_text.empty() ? analyze::Slo{} : analyze::ParseSlo(slo_text);
-  if (!slo.ok()) return Invalid(fmt::format("{}: config.slo: {}", (first.dir / "summary.json").string(), slo.error().message));
+  if (!slo.ok()) return InvalidInput(fmt::format("{}: config.slo: {}", (first.dir / "summary.json").string(), slo.error().message));
 
   fs::create_directories(config.out_dir, ec);
   if (ec) return MakeError(ErrorCode::kIo, fmt::format("cannot create --out {}: {}", config.out_dir.string(), ec.message()));

@@ -14,7 +14,6 @@
 namespace bakeoff::run {
 namespace {
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
 constexpr std::uint32_t kMaxCapacityStreams = 64;
 constexpr std::uint64_t kMinRequestsPerLoad = 40;
@@ -165,16 +164,16 @@ std::string LoneNote(const ValidationOutcome& outcome) {
 }  // namespace
 
 Status ValidateValidateConfig(const ValidateConfig& config) {
-  if (config.fractions.empty()) return Invalid("--fractions: at least one share of capacity");
+  if (config.fractions.empty()) return InvalidInput("--fractions: at least one share of capacity");
   for (double f : config.fractions) {
-    if (!(f > 0 && f <= 2)) return Invalid(fmt::format("--fractions: {} is not in (0, 2]", f));
+    if (!(f > 0 && f <= 2)) return InvalidInput(fmt::format("--fractions: {} is not in (0, 2]", f));
   }
   if (!(config.bursty_fraction >= 0 && config.bursty_fraction <= 2)) {
-    return Invalid("--bursty-fraction: must be in [0, 2] (0: no bursty load)");
+    return InvalidInput("--bursty-fraction: must be in [0, 2] (0: no bursty load)");
   }
-  if (config.budget < std::chrono::seconds(10)) return Invalid("--budget: at least 10s to validate");
+  if (config.budget < std::chrono::seconds(10)) return InvalidInput("--budget: at least 10s to validate");
   if (config.prompt_tokens < 1 || config.output_tokens < 2) {
-    return Invalid("validation needs prompts of at least 1 token and answers of at least 2 (for TPOT)");
+    return InvalidInput("validation needs prompts of at least 1 token and answers of at least 2 (for TPOT)");
   }
   return Ok{};
 }

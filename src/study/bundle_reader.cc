@@ -11,7 +11,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error Invalid(std::string message) { return MakeError(ErrorCode::kInvalidInput, std::move(message)); }
 
 // A JSON file of the bundle read with `read`; nullopt when absent, an error naming it when it
 // does not parse or has another shape.
@@ -24,11 +23,11 @@ auto ReadPart(const fs::path& bundle, const fs::path& relative, Read read)
   Result<std::string> text = ReadFile(file);
   if (!text.ok()) return text.error();
   nlohmann::json j = nlohmann::json::parse(text.value(), nullptr, false);
-  if (j.is_discarded()) return Invalid(fmt::format("{}: not valid JSON", file.string()));
+  if (j.is_discarded()) return InvalidInput(fmt::format("{}: not valid JSON", file.string()));
   try {
     return std::optional(read(j));
   } catch (const nlohmann::json::exception& e) {
-    return Invalid(fmt::format("{}: does not read back as a bakeoff {} ({})", file.string(), relative.filename().string(), e.what()));
+    return InvalidInput(fmt::format("{}: does not read back as a bakeoff {} ({})", file.string(), relative.filename().string(), e.what()));
   }
 }
 
@@ -40,11 +39,11 @@ Result<nlohmann::json> ReadBundleManifest(const fs::path& bundle) {
   if (!manifest.ok()) return manifest.error();
   if (!manifest->has_value() || !(*manifest)->is_object() || !(**manifest)["tool"].is_string() ||
       (**manifest)["tool"] != "bakeoff") {
-    return Invalid(fmt::format("{}: not a study bundle (no bakeoff manifest.json)", bundle.string()));
+    return InvalidInput(fmt::format("{}: not a study bundle (no bakeoff manifest.json)", bundle.string()));
   }
   const nlohmann::json& version = (**manifest)["schema_version"];
   if (version != kBundleSchemaVersion) {
-    return Invalid(fmt::format("{}: bundle schema_version {} is not one this bakeoff reads ({})", file.string(),
+    return InvalidInput(fmt::format("{}: bundle schema_version {} is not one this bakeoff reads ({})", file.string(),
                                version.dump(), kBundleSchemaVersion));
   }
   return std::move(**manifest);
@@ -88,7 +87,7 @@ static Result<StudyResults> ReadBundleOrThrow(const fs::path& bundle) {
   if (gate->has_value()) r.gate = std::move(**gate);
   Result<std::optional<Verdict>> verdict = ReadPart(bundle, "verdict.json", VerdictFromJson);
   if (!verdict.ok()) return verdict.error();
-  if (!verdict->has_value()) return Invalid(fmt::format("{}: no verdict.json: the study did not finish", bundle.string()));
+  if (!verdict->has_value()) return InvalidInput(fmt::format("{}: no verdict.json: the study did not finish", bundle.string()));
   r.verdict = std::move(**verdict);
   Result<std::optional<workload::Fingerprint>> fingerprint =
       ReadPart(bundle, "fingerprint.json", [](const nlohmann::json& j) {
@@ -153,7 +152,7 @@ Result<StudyResults> ReadBundle(const fs::path& bundle) {
   try {
     return ReadBundleOrThrow(bundle);
   } catch (const nlohmann::json::exception& e) {
-    return Invalid(fmt::format("{}: manifest.json has a field of an unexpected type ({})", (bundle / "manifest.json").string(),
+    return InvalidInput(fmt::format("{}: manifest.json has a field of an unexpected type ({})", (bundle / "manifest.json").string(),
                                e.what()));
   }
 }

@@ -2,27 +2,22 @@
 #include "study/gate.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "core/ascii.h"
 #include "core/yaml_doc.h"
 #include "study/contracts.h"
 
 namespace bakeoff::study {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 bool ContainsNoCase(const std::vector<std::string>& list, std::string_view value) {
-  const std::string v = Lower(value);
-  return std::any_of(list.begin(), list.end(), [&](const std::string& x) { return Lower(x) == v || x == "any"; });
+  const std::string v = AsciiLower(value);
+  return std::any_of(list.begin(), list.end(), [&](const std::string& x) { return AsciiLower(x) == v || x == "any"; });
 }
 
 std::string List(const std::vector<std::string>& list) {

@@ -3,10 +3,10 @@
 #include "target/adapters.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <nlohmann/json.hpp>
 
+#include "core/ascii.h"
 #include "core/json_dump.h"
 
 namespace bakeoff::target {
@@ -444,12 +444,6 @@ std::vector<EngineAdapter> BuildAdapters() {
   return adapters;
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // `key="value"` into a label match; empty when the selector is empty or malformed.
 std::vector<MetricLabel> SelectorLabels(std::string_view selector) {
@@ -481,11 +475,11 @@ const std::vector<EngineAdapter>& AllAdapters() {
 }
 
 const EngineAdapter* FindAdapter(std::string_view name) {
-  const std::string wanted = Lower(name);
+  const std::string wanted = AsciiLower(name);
   for (const EngineAdapter& adapter : AllAdapters()) {
-    if (Lower(adapter.name) == wanted || Lower(adapter.display_name) == wanted) return &adapter;
+    if (AsciiLower(adapter.name) == wanted || AsciiLower(adapter.display_name) == wanted) return &adapter;
     for (std::string_view alias : adapter.aliases) {
-      if (Lower(alias) == wanted) return &adapter;
+      if (AsciiLower(alias) == wanted) return &adapter;
     }
   }
   return nullptr;
@@ -515,7 +509,7 @@ std::optional<std::string> ReadVersion(const VersionSource& source, std::string_
   if (!source.name_contains.empty()) {
     auto name = j.find("name");
     if (name == j.end() || !name->is_string() ||
-        Lower(name->get<std::string>()).find(Lower(source.name_contains)) == std::string::npos) {
+        AsciiLower(name->get<std::string>()).find(AsciiLower(source.name_contains)) == std::string::npos) {
       return std::nullopt;
     }
   }

@@ -2,13 +2,13 @@
 #include "target/detection.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/ascii.h"
 #include "core/json_dump.h"
 #include "core/json_text.h"
 #include "dialect/openai_control.h"
@@ -29,15 +29,10 @@ constexpr int kNamedAt = 25;  // below this the engine is not named
 constexpr std::string_view kEmulatedName = "bakeoff emulated engine";
 constexpr std::string_view kOpenAiModels = "/v1/models";
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view HeaderOf(const Observation& o, std::string_view name) {
   for (const auto& [key, value] : o.headers) {
-    if (Lower(key) == Lower(name)) return value;
+    if (AsciiLower(key) == AsciiLower(name)) return value;
   }
   return {};
 }
@@ -166,7 +161,7 @@ Detection JudgeDetection(const std::vector<Observation>& observations) {
     for (std::string_view hint : adapter.detect.server_header) {
       for (const Observation& o : observations) {
         std::string_view server = HeaderOf(o, "Server");
-        if (!server.empty() && Lower(server).find(Lower(hint)) != std::string::npos) {
+        if (!server.empty() && AsciiLower(server).find(AsciiLower(hint)) != std::string::npos) {
           Add(s, kServerHeaderPoints, fmt::format("Server: {} on GET {}", Quote(server), o.path));
           break;
         }
@@ -175,7 +170,7 @@ Detection JudgeDetection(const std::vector<Observation>& observations) {
     // owned_by in the model listing.
     for (std::string_view owner : adapter.detect.owned_by) {
       const auto card = std::find_if(cards.begin(), cards.end(), [&](const auto& c) {
-        return Lower(c.owned_by) == Lower(owner);
+        return AsciiLower(c.owned_by) == AsciiLower(owner);
       });
       if (card != cards.end()) {
         Add(s, kOwnedByPoints, fmt::format("GET /v1/models: owned_by {}", Quote(card->owned_by)));

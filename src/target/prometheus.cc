@@ -43,7 +43,7 @@ std::string_view TrimBlanks(std::string_view s) {
 }
 
 // `text` for a message: in quotes, cut to kMaxQuotedBytes.
-std::string Quote(std::string_view text) {
+std::string QuoteInMessage(std::string_view text) {
   if (text.size() <= kMaxQuotedBytes) return fmt::format("\"{}\"", text);
   return fmt::format("\"{}...\"", text.substr(0, kMaxQuotedBytes));
 }
@@ -187,7 +187,7 @@ class LineCursor {
     }
     return MakeError(ErrorCode::kInvalidInput,
                      fmt::format("expected {} at column {}, found {}", what, pos_ + 1,
-                                 Quote(line_.substr(pos_))));
+                                 QuoteInMessage(line_.substr(pos_))));
   }
 
  private:
@@ -211,7 +211,7 @@ Status ReadLabelSet(LineCursor& cursor, std::string* name, std::vector<MetricLab
     if (quoted && cursor.Peek() != '=') {
       if (name == nullptr || !name->empty()) {
         return MakeError(ErrorCode::kInvalidInput,
-                         fmt::format("quoted name {} where a label was expected", Quote(*key)));
+                         fmt::format("quoted name {} where a label was expected", QuoteInMessage(*key)));
       }
       *name = std::move(key).value();
     } else {
@@ -243,14 +243,14 @@ Status CheckExemplar(LineCursor& cursor) {
   if (!cursor.SkipBlanks()) return cursor.Expected("a blank before the exemplar's value");
   const std::string_view value = cursor.Token();
   if (!ParseFloat(value)) {
-    return MakeError(ErrorCode::kInvalidInput, fmt::format("bad exemplar value {}", Quote(value)));
+    return MakeError(ErrorCode::kInvalidInput, fmt::format("bad exemplar value {}", QuoteInMessage(value)));
   }
   cursor.SkipBlanks();
   if (cursor.AtEnd()) return Ok{};
   const std::string_view timestamp = cursor.Token();
   if (!ParseSecondsAsMillis(timestamp)) {
     return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("bad exemplar timestamp {}", Quote(timestamp)));
+                     fmt::format("bad exemplar timestamp {}", QuoteInMessage(timestamp)));
   }
   cursor.SkipBlanks();
   if (!cursor.AtEnd()) return cursor.Expected("the end of the line after the exemplar");
@@ -274,8 +274,8 @@ Result<ParsedSample> ParseSampleLine(std::string_view line, bool openmetrics) {
     if (!cursor.AtEnd() && !IsBlank(cursor.Peek()) && cursor.Peek() != '{') {
       return MakeError(ErrorCode::kInvalidInput,
                        fmt::format("character {} not allowed in metric name {}",
-                                   Quote(std::string_view(&line[cursor.pos()], 1)),
-                                   Quote(line.substr(0, line.find_first_of(" \t{")))));
+                                   QuoteInMessage(std::string_view(&line[cursor.pos()], 1)),
+                                   QuoteInMessage(line.substr(0, line.find_first_of(" \t{")))));
     }
     const std::size_t after_name = cursor.pos();
     cursor.SkipBlanks();
@@ -288,13 +288,13 @@ Result<ParsedSample> ParseSampleLine(std::string_view line, bool openmetrics) {
     return MakeError(ErrorCode::kInvalidInput, "no metric name before or inside the braces");
   }
   if (!cursor.SkipBlanks()) {
-    return cursor.Expected(fmt::format("a blank and a value after {}", Quote(sample.name)));
+    return cursor.Expected(fmt::format("a blank and a value after {}", QuoteInMessage(sample.name)));
   }
   const std::string_view value = cursor.Token();
   const std::optional<double> parsed_value = ParseFloat(value);
   if (!parsed_value) {
     return MakeError(ErrorCode::kInvalidInput,
-                     fmt::format("bad value {} for {}", Quote(value), Quote(sample.name)));
+                     fmt::format("bad value {} for {}", QuoteInMessage(value), QuoteInMessage(sample.name)));
   }
   sample.value = *parsed_value;
   cursor.SkipBlanks();
@@ -304,7 +304,7 @@ Result<ParsedSample> ParseSampleLine(std::string_view line, bool openmetrics) {
     if (!sample.timestamp_ms) {
       return MakeError(
           ErrorCode::kInvalidInput,
-          fmt::format("bad timestamp {} for {} ({})", Quote(timestamp), Quote(sample.name),
+          fmt::format("bad timestamp {} for {} ({})", QuoteInMessage(timestamp), QuoteInMessage(sample.name),
                       openmetrics ? "OpenMetrics: seconds" : "integer milliseconds"));
     }
     cursor.SkipBlanks();
@@ -312,7 +312,7 @@ Result<ParsedSample> ParseSampleLine(std::string_view line, bool openmetrics) {
   if (cursor.AtEnd()) return parsed;
   if (!cursor.Consume('#')) {
     return cursor.Expected(
-        fmt::format("the end of the line after the value of {}", Quote(sample.name)));
+        fmt::format("the end of the line after the value of {}", QuoteInMessage(sample.name)));
   }
   if (!cursor.SkipBlanks()) {
     parsed.exemplar_problem = "expected a blank after the '#' of an exemplar";
@@ -436,7 +436,7 @@ class PageBuilder {
     if (keyword == "TYPE") {
       const std::optional<MetricType> type = ParseType(rest);
       if (!type)
-        return Warn(number, fmt::format("unknown metric type {} for {}", Quote(rest), *name));
+        return Warn(number, fmt::format("unknown metric type {} for {}", QuoteInMessage(rest), *name));
       auto [family, seen] = FamilyFor(*name);
       if (seen.type_line != 0) {
         return Warn(number, fmt::format("second TYPE line for {} ignored (line {} says {})", *name,
@@ -454,7 +454,7 @@ class PageBuilder {
       family.help = UnescapeHelp(rest);
     } else {
       if (rest.find_first_of(" \t") != std::string_view::npos) {
-        return Warn(number, fmt::format("bad UNIT line for {}: {}", *name, Quote(rest)));
+        return Warn(number, fmt::format("bad UNIT line for {}: {}", *name, QuoteInMessage(rest)));
       }
       auto [family, seen] = FamilyFor(*name);
       if (seen.unit_line != 0) {

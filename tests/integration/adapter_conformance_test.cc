@@ -27,6 +27,8 @@
 namespace bakeoff {
 namespace {
 
+using bakeoff::testing::FreshScratchDir;
+
 using nlohmann::json;
 namespace t = testing;
 
@@ -81,13 +83,6 @@ std::vector<RouteCase> AllRouteCases() {
   return cases;
 }
 
-std::filesystem::path OutDir(const std::string& name) {
-  const auto out = bakeoff::testing::ScratchRoot() /
-                   ("bakeoff_conformance_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(out);
-  return out;
-}
-
 std::vector<json> Records(const std::filesystem::path& dir) {
   std::vector<json> records;
   std::ifstream in(dir / "records.jsonl");
@@ -104,7 +99,7 @@ TEST_P(AdapterConformanceTest, EveryRouteReadsTheSameAnswer) {
   const std::string dir = FixtureDir(c);
   t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir(dir)));
   const std::string base = server.url() + (dir == "kserve" && !OnCoreEndpoint(c.api) ? "/openai" : "");
-  const std::filesystem::path out = OutDir(CaseName(c));
+  const std::filesystem::path out = FreshScratchDir(CaseName(c));
   std::vector<std::string> args = {"bench", "--url", base, "--engine", std::string(c.adapter->name),
                                    "--api", dialect::ApiName(c.api), "--model", FixtureModel(dir),
                                    "--requests", "2", "--concurrency", "1", "--prompt-tokens", "8",
@@ -190,7 +185,7 @@ TEST(NativeRoutesTest, ABenchOverEachNativeRouteOfTheEmulatorAgreesWithItsCounte
     config.instant = true;
     auto emulator = emulate::EmulatorServer::Start(config);
     ASSERT_TRUE(emulator.ok()) << emulator.error().message;
-    const std::filesystem::path out = OutDir(std::string("emulated_") + dialect::ApiName(api));
+    const std::filesystem::path out = FreshScratchDir(std::string("emulated_") + dialect::ApiName(api));
     std::vector<std::string> args = {"bench", "--url", "http://127.0.0.1:" + std::to_string(emulator.value()->port()),
                                      "--api", dialect::ApiName(api), "--requests", "12", "--concurrency", "3",
                                      "--prompt-tokens", "40", "--output-tokens", "9", "--ignore-eos",
@@ -243,7 +238,7 @@ EmulatedRun StartModelled(const std::function<void(emulate::EmulatorConfig&)>& t
 }
 
 json BenchSummary(const std::string& name, std::vector<std::string> args) {
-  const std::filesystem::path out = OutDir(name);
+  const std::filesystem::path out = FreshScratchDir(name);
   args.insert(args.begin(), "bench");
   args.insert(args.end(), {"--metrics-interval", "0", "--out", out.string()});
   const t::Finished run = t::RunBakeoff(args);
@@ -318,7 +313,7 @@ TEST(LoadKindsTest, ARegexGoesInTheEnginesOwnFieldOrIsRefused) {
            {"sglang", "regex"}, {"vllm", "structured_outputs"}, {"tgi", "response_format"}}) {
     SCOPED_TRACE(engine);
     t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir(engine)));
-    const std::filesystem::path out = OutDir("regex_" + engine);
+    const std::filesystem::path out = FreshScratchDir("regex_" + engine);
     const t::Finished run = t::RunBakeoff({"bench", "--url", server.url(), "--engine", engine, "--structured", "regex",
                                            "--requests", "1", "--concurrency", "1", "--output-tokens", "3",
                                            "--no-calibrate", "--metrics-interval", "0", "--warmup", "0s", "--out",

@@ -19,6 +19,8 @@
 namespace bakeoff {
 namespace {
 
+using bakeoff::testing::LoopbackUrl;
+
 using namespace std::chrono_literals;
 using testing::Finished;
 using testing::ProcessOptions;
@@ -30,8 +32,6 @@ std::filesystem::path FreshDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   return dir;
 }
-
-std::string Url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
 // The emulated engine on an ephemeral loopback port, answering as fast as it can.
 auto StartInstantEmulator(std::uint64_t crash_after = 0) {
@@ -57,7 +57,7 @@ TEST(BenchBadDaysTest, ADeadServerStopsTheStepWithoutFloodingTheDisk) {
   const auto out = FreshDir("bakeoff_dead_server");
   const auto started = std::chrono::steady_clock::now();
   const Finished f =
-      RunBakeoff({"bench", "--url", Url(server.value()->port()), "--concurrency", "4", "--duration",
+      RunBakeoff({"bench", "--url", LoopbackUrl(server.value()->port()), "--concurrency", "4", "--duration",
                   "60s", "--no-calibrate", "--give-up-after", "1s", "--out", out.string()});
   EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
   EXPECT_EQ(f.exit_code, 1) << f.output;
@@ -188,7 +188,7 @@ TEST(BenchBadDaysTest, AV1BaseUrlWorksAndSkippedTraceRowsReachTheSummary) {
           << R"({"timestamp": 20, "input_length": 30, "output_length": 4})"
           << "\n";
   }
-  const Finished f = RunBakeoff({"bench", "--url", Url(server.value()->port()) + "/v1/", "--trace",
+  const Finished f = RunBakeoff({"bench", "--url", LoopbackUrl(server.value()->port()) + "/v1/", "--trace",
                                  (dir / "trace.jsonl").string(), "--skip-invalid", "--time-scale",
                                  "0.01", "--out", (dir / "out").string()});
   EXPECT_EQ(f.exit_code, 0) << f.output;
@@ -207,7 +207,7 @@ TEST(BenchBadDaysTest, AFullDiskLeavesNoTemporaryFileAndStillPrintsTheTable) {
   const auto out = FreshDir("bakeoff_full_disk");
   ProcessOptions full_disk;
   full_disk.file_size_limit_bytes = 2048;
-  const Finished f = RunBakeoff({"bench", "--url", Url(server.value()->port()), "--requests", "20",
+  const Finished f = RunBakeoff({"bench", "--url", LoopbackUrl(server.value()->port()), "--requests", "20",
                                  "--concurrency", "2", "--out", out.string()},
                                 full_disk);
   EXPECT_EQ(f.exit_code, 1) << f.output;

@@ -16,14 +16,9 @@
 namespace bakeoff {
 namespace {
 
-using namespace std::chrono_literals;
+using bakeoff::testing::FreshScratchDir;
 
-std::filesystem::path TempDir(const std::string& name) {
-  const auto dir = bakeoff::testing::ScratchRoot() /
-                   ("bakeoff_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+using namespace std::chrono_literals;
 
 run::BenchConfig LowLoadConfig(std::uint16_t port, std::uint32_t prompt_tokens,
                                    std::uint32_t output_tokens, const std::filesystem::path& out) {
@@ -50,7 +45,7 @@ TEST(BenchEmulatorTimingTest, LowLoadTtftAndTpotMatchTheCostFormula) {
   ASSERT_TRUE(server.ok()) << server.error().message;
   const std::uint32_t prompt_tokens = 2000;
   const std::uint32_t output_tokens = 64;
-  const auto out = TempDir("agreement");
+  const auto out = FreshScratchDir("agreement");
   std::atomic<bool> stop{false};
   auto result = run::RunBench(LowLoadConfig(server.value()->port(), prompt_tokens, output_tokens, out),
                                   stop, [](const std::string&) {}, nullptr);
@@ -98,7 +93,7 @@ TEST(BenchEmulatorTest, TheLengthCheckLeavesNoneOfTheRunsPromptsCached) {
   emulator.engine.cost = {.base_ms = 0.5, .prefill_ms_per_token = 0, .decode_ms_per_seq = 0, .kv_ms_per_1k_tokens = 0};
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const auto out = TempDir("uncached");
+  const auto out = FreshScratchDir("uncached");
   run::BenchConfig config = LowLoadConfig(server.value()->port(), 256, 4, out);
   config.run.steps.front().limits.requests = 6;
   config.run.steps.front().limits.warmup_requests = 0;
@@ -126,7 +121,7 @@ TEST(BenchEmulatorTimingTest, OpenLoopSweepRunsEveryStep) {
   emulator.port = 0;
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const auto out = TempDir("sweep");
+  const auto out = FreshScratchDir("sweep");
   run::BenchConfig config = LowLoadConfig(server.value()->port(), 128, 16, out);
   config.run.steps.clear();
   for (double rate : {20.0, 40.0}) {
@@ -158,7 +153,7 @@ TEST(BenchEmulatorTest, FiftyThousandTokenPromptAndThirtyTwoThousandTokenAnswer)
   emulator.engine.max_batched_tokens = 100000;
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const auto out = TempDir("large");
+  const auto out = FreshScratchDir("large");
   run::BenchConfig config = LowLoadConfig(server.value()->port(), 50000, 32000, out);
   config.run.steps.front().limits.requests = 2;
   config.run.steps.front().limits.warmup_requests = 0;

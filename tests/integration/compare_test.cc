@@ -21,12 +21,6 @@ namespace {
 using nlohmann::json;
 namespace t = testing;
 
-std::filesystem::path OutDir(const std::string& name) {
-  const auto out = bakeoff::testing::ScratchRoot() / ("bakeoff_compare_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(out);
-  return out;
-}
-
 // A bench of 40 requests, one at a time, against an emulator with this prefill cost.
 std::filesystem::path BenchAgainst(double prefill_ms_per_token, const std::string& name,
                                    std::vector<std::string> extra = {}) {
@@ -35,7 +29,7 @@ std::filesystem::path BenchAgainst(double prefill_ms_per_token, const std::strin
   config.engine.cost.prefill_ms_per_token = prefill_ms_per_token;
   auto server = emulate::EmulatorServer::Start(config);
   EXPECT_TRUE(server.ok()) << server.error().message;
-  const std::filesystem::path out = OutDir(name);
+  const std::filesystem::path out = bakeoff::testing::FreshScratchDir("bakeoff_compare_" + name);
   std::vector<std::string> args = {"bench", "--url", "http://127.0.0.1:" + std::to_string(server.value()->port()),
                                    "--requests", "40", "--concurrency", "1", "--prompt-tokens", "512",
                                    "--output-tokens", "8", "--ignore-eos", "--metrics-interval", "0", "--out",

@@ -15,36 +15,23 @@
 #include "support/scripted_server.h"
 #include "target/detection.h"
 #include "support/scratch.h"
+#include "instant_emulator.h"
 
 namespace bakeoff {
 namespace {
+
+using bakeoff::testing::FreshScratchDir;
+
+using bakeoff::testing::LoopbackUrl;
 
 using namespace std::chrono_literals;
 using nlohmann::json;
 namespace t = testing;
 
-std::string Url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
-
-std::unique_ptr<emulate::EmulatorServer> StartEmulator() {
-  emulate::EmulatorConfig config;
-  config.port = 0;
-  config.instant = true;
-  auto server = emulate::EmulatorServer::Start(config);
-  EXPECT_TRUE(server.ok()) << server.error().message;
-  return server.ok() ? std::move(server.value()) : nullptr;
-}
-
-std::filesystem::path OutDir(const std::string& name) {
-  const auto out = bakeoff::testing::ScratchRoot() /
-                   ("bakeoff_detect_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(out);
-  return out;
-}
-
 TEST(DetectTest, TheEmulatorIsNamedAsTheEmulatedEngineWithTheVllmAdapter) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  Result<net::Endpoint> endpoint = net::ParseEndpoint(Url(server->port()));
+  Result<net::Endpoint> endpoint = net::ParseEndpoint(LoopbackUrl(server->port()));
   ASSERT_TRUE(endpoint.ok());
   Result<target::Detection> d = target::DetectEngine(endpoint.value());
   ASSERT_TRUE(d.ok()) << d.error().message;
@@ -60,7 +47,7 @@ TEST(DetectTest, TheEmulatorIsNamedAsTheEmulatedEngineWithTheVllmAdapter) {
   }
   EXPECT_TRUE(metric_evidence);
 
-  const t::Finished run = t::RunBakeoff({"detect", Url(server->port()), "--json"});
+  const t::Finished run = t::RunBakeoff({"detect", LoopbackUrl(server->port()), "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const json j = json::parse(run.output.substr(run.output.find('{')));
   EXPECT_EQ(j["adapter"], "vllm");
@@ -101,7 +88,7 @@ TEST(DetectTest, UnknownEngineWarnsAndUnreachableExits1) {
     t::ScriptedServer gone(t::Script{});
     port = gone.port();
   }
-  const t::Finished unreachable = t::RunBakeoff({"detect", Url(port)});
+  const t::Finished unreachable = t::RunBakeoff({"detect", LoopbackUrl(port)});
   EXPECT_EQ(unreachable.exit_code, 1) << unreachable.output;
   EXPECT_EQ(t::RunBakeoff({"detect"}).exit_code, 2);
 }
@@ -118,7 +105,7 @@ TEST(DetectTest, UnknownEngineFlagIsAUsageError) {
 
 TEST(DetectTest, ProbeUsesTheDetectedAdaptersPaths) {
   t::ScriptedServer server(t::EngineFixtureResponder(t::EngineFixtureDir("triton")));
-  const auto out = OutDir("probe_triton");
+  const auto out = FreshScratchDir("probe_triton");
   // Only the readiness probe's setup matters here: the paths chosen are logged first.
   const t::Finished run = t::RunBakeoff({"probe", "--url", server.url(), "--only", "readiness",
                                          "--ready-timeout", "3s", "--out", out.string()});
@@ -138,7 +125,7 @@ TEST(DetectTest, ANamedEnginesColdStartPhasesStandInForPhaseFlags) {
     t::ScriptedServer gone(t::Script{});
     port = gone.port();
   }
-  const auto out = OutDir("probe_phases");
+  const auto out = FreshScratchDir("probe_phases");
   // The command never listens; only the setup's choices matter here.
   const t::Finished run = t::RunBakeoff(
       {"probe", "--launch", "sleep 30", "--port", std::to_string(port), "--engine", "llama.cpp",
@@ -183,7 +170,7 @@ TEST(DetectTest, BenchSendsTheEnginesForcedLengthFields) {
                                            "--ignore-eos",    "--no-calibrate"};
   auto bench = [&](const std::string& url, const std::string& name,
                    std::vector<std::string> extra) {
-    std::vector<std::string> args = {"bench", "--url", url, "--out", OutDir(name).string()};
+    std::vector<std::string> args = {"bench", "--url", url, "--out", FreshScratchDir(name).string()};
     args.insert(args.end(), common.begin(), common.end());
     args.insert(args.end(), extra.begin(), extra.end());
     return t::RunBakeoff(args);

@@ -30,7 +30,7 @@ using testing::RunBakeoff;
 json Summary(const fs::path& dir) { return json::parse(ReadFile(dir / "summary.json").value()); }
 
 // id -> the record, for every line of a records.jsonl.
-std::map<std::uint64_t, json> Records(const fs::path& dir) {
+std::map<std::uint64_t, json> RecordsById(const fs::path& dir) {
   std::map<std::uint64_t, json> records;
   std::ifstream in(dir / "records.jsonl");
   for (std::string line; std::getline(in, line);) {
@@ -137,8 +137,8 @@ TEST_F(MergeTest, ShardsMergeIntoTheOneProcessRunOfTheirSchedule) {
   EXPECT_TRUE(fs::exists(root_ / "merged" / "report.html"));
 
   // The same requests at the same intended instants as one process sending the whole schedule.
-  const std::map<std::uint64_t, json> records = Records(root_ / "merged");
-  const std::map<std::uint64_t, json> alone = Records(root_ / "one");
+  const std::map<std::uint64_t, json> records = RecordsById(root_ / "merged");
+  const std::map<std::uint64_t, json> alone = RecordsById(root_ / "one");
   ASSERT_EQ(records.size(), alone.size());
   for (const auto& [id, r] : alone) {
     ASSERT_TRUE(records.count(id)) << "request " << id << " is missing from the merged records";

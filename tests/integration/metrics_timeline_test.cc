@@ -22,22 +22,18 @@
 namespace bakeoff {
 namespace {
 
+using bakeoff::testing::FreshScratchDir;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-fs::path OutDir(const std::string& name) {
-  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(out);
-  return out;
-}
 
 TEST(MetricsTimelineTest, ABenchAgainstTheEmulatorKeepsTheServersViewAndItAgreesWithTheClient) {
   emulate::EmulatorConfig emulator;
   emulator.port = 0;  // modelled timing, vLLM's metric names
   auto server = emulate::EmulatorServer::Start(emulator);
   ASSERT_TRUE(server.ok()) << server.error().message;
-  const fs::path out = OutDir("emulator");
+  const fs::path out = FreshScratchDir("emulator");
   run::BenchConfig config;
   config.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
   config.run.target.endpoint = net::ParseEndpoint(config.url).value();

@@ -22,22 +22,18 @@
 #include "support/bakeoff_process.h"
 #include "support/scripted_server.h"
 #include "support/scratch.h"
+#include "instant_emulator.h"
 
 namespace bakeoff {
 namespace {
+
+using bakeoff::testing::LoopbackUrl;
 
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::Finished;
 using testing::RunBakeoff;
 namespace t = testing;
-
-std::filesystem::path OutDir(const std::string& name) {
-  const auto out = bakeoff::testing::ScratchRoot() /
-                   ("bakeoff_probe_api_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(out);
-  return out;
-}
 
 struct ProbeRunResult {
   Finished finished;
@@ -48,7 +44,7 @@ struct ProbeRunResult {
 ProbeRunResult RunProbe(const std::string& url, const std::string& probe, const std::string& name,
                         std::vector<std::string> extra = {}) {
   ProbeRunResult run;
-  run.out = OutDir(name);
+  run.out = bakeoff::testing::FreshScratchDir("bakeoff_probe_api_" + name);
   std::vector<std::string> args = {"probe", "--url",         url, "--only", probe,
                                    "--out", run.out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -76,16 +72,6 @@ std::string CheckStatus(const json& probe, const std::string& check) {
   return "absent";
 }
 
-std::string Url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
-
-std::unique_ptr<emulate::EmulatorServer> StartEmulator(emulate::EmulatorConfig config = {}) {
-  config.port = 0;
-  config.instant = true;
-  auto server = emulate::EmulatorServer::Start(config);
-  EXPECT_TRUE(server.ok()) << server.error().message;
-  return server.ok() ? std::move(server.value()) : nullptr;
-}
-
 void WriteText(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
@@ -93,7 +79,7 @@ void WriteText(const std::filesystem::path& path, const std::string& text) {
 // ---- the command line ----
 
 TEST(ProbeApiTest, MalformedQualitySetIsAUsageErrorNamingFileAndLine) {
-  const auto set = OutDir("bad_set_file");
+  const auto set = bakeoff::testing::FreshScratchDir("bakeoff_probe_api_bad_set_file");
   WriteText(set,
             "{\"id\": \"a\", \"prompt\": \"x\", \"reference\": \"y\", \"scorer\": \"exact\"}\n"
             "\n{\"id\": \"b\", \"prompt\": \"x\", \"reference\": \"y\"}\n");
@@ -112,9 +98,9 @@ TEST(ProbeApiTest, MalformedQualitySetIsAUsageErrorNamingFileAndLine) {
 // ---- against the emulated engine ----
 
 TEST(ProbeApiTest, CompatibilityPassesAgainstTheEmulator) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_ok");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "compatibility", "compat_ok");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "pass") << run.probe.dump(2);
@@ -131,9 +117,9 @@ TEST(ProbeApiTest, CompatibilityPassesAgainstTheEmulator) {
 }
 
 TEST(ProbeApiTest, CompatibilityOnTheCompletionsApi) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_completions",
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "compatibility", "compat_completions",
                                       {"--api", "completions"});
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
@@ -144,9 +130,9 @@ TEST(ProbeApiTest, CompatibilityOnTheCompletionsApi) {
 TEST(ProbeApiTest, CompatibilityFindsSilentPromptTruncation) {
   emulate::EmulatorConfig config;
   config.faults.truncate_prompts = true;
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_truncate");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "compatibility", "compat_truncate");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "fail");
@@ -159,9 +145,9 @@ TEST(ProbeApiTest, CompatibilityFindsSilentPromptTruncation) {
 TEST(ProbeApiTest, CompatibilityFindsAnIgnoredStopSequence) {
   emulate::EmulatorConfig config;
   config.faults.ignore_stop = true;
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_stop");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "compatibility", "compat_stop");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;  // a warning, not disqualifying
   EXPECT_EQ(run.probe["verdict"], "warn");
@@ -174,9 +160,9 @@ TEST(ProbeApiTest, CompatibilityFindsAnIgnoredStopSequence) {
 TEST(ProbeApiTest, CompatibilityFindsNondeterminism) {
   emulate::EmulatorConfig config;
   config.faults.nondeterministic = true;
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "compatibility", "compat_nondet");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "compatibility", "compat_nondet");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "warn");
@@ -188,9 +174,9 @@ TEST(ProbeApiTest, CompatibilityFindsNondeterminism) {
 }
 
 TEST(ProbeApiTest, BadInputPassesAgainstTheEmulator) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "bad_input", "bad_input_ok");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "bad_input", "bad_input_ok");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "pass") << run.probe.dump(2);
@@ -201,9 +187,9 @@ TEST(ProbeApiTest, BadInputPassesAgainstTheEmulator) {
 }
 
 TEST(ProbeApiTest, QualityBuiltInSetFailsAgainstFillerWords) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "quality", "quality_builtin");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "quality", "quality_builtin");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "fail");
@@ -225,9 +211,9 @@ TEST(ProbeApiTest, QualityBuiltInSetFailsAgainstFillerWords) {
 }
 
 TEST(ProbeApiTest, QualityOwnSetAndThreshold) {
-  auto server = StartEmulator();
+  auto server = InstantEmulator();
   ASSERT_NE(server, nullptr);
-  const auto set = OutDir("own_set_file");
+  const auto set = bakeoff::testing::FreshScratchDir("bakeoff_probe_api_own_set_file");
   // Any word passes the first two; the emulator never writes digits, so the third fails.
   WriteText(set,
             "{\"id\": \"word\", \"prompt\": \"Say a word.\", \"reference\": \"[a-z]+\", "
@@ -237,14 +223,14 @@ TEST(ProbeApiTest, QualityOwnSetAndThreshold) {
             "{\"id\": \"digit\", \"prompt\": \"A digit?\", \"reference\": \"[0-9]\", \"scorer\": "
             "\"regex\"}\n");
   const ProbeRunResult low =
-      RunProbe(Url(server->port()), "quality", "quality_own_low",
+      RunProbe(LoopbackUrl(server->port()), "quality", "quality_own_low",
                {"--quality-set", set.string(), "--quality-min-score", "0.6"});
   EXPECT_EQ(low.finished.exit_code, 0) << low.finished.output;
   EXPECT_EQ(low.probe["verdict"], "pass") << low.probe.dump(2);
   EXPECT_NEAR(low.probe["measurements"]["score"]["value"].get<double>(), 2.0 / 3.0, 1e-9);
   EXPECT_EQ(CheckStatus(low.probe, "digit"), "fail");
   const ProbeRunResult high =
-      RunProbe(Url(server->port()), "quality", "quality_own_high", {"--quality-set", set.string()});
+      RunProbe(LoopbackUrl(server->port()), "quality", "quality_own_high", {"--quality-set", set.string()});
   EXPECT_EQ(high.finished.exit_code, 3) << high.finished.output;
   EXPECT_TRUE(FindingCodes(high.probe).count("quality.score_below_threshold"));
   std::filesystem::remove(set);
@@ -255,9 +241,9 @@ TEST(ProbeApiTest, QualityOwnSetAndThreshold) {
 TEST(ProbeApiTest, BadInputAnswered500ByTheEmulatorIsAWarning) {
   emulate::EmulatorConfig config;
   config.faults.bad_input_500 = true;
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "bad_input", "bad_input_emu_500");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "bad_input", "bad_input_emu_500");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 0) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "warn") << run.probe.dump(2);
@@ -300,10 +286,10 @@ emulate::AnswerTable BuiltInAnswers(bool right) {
 TEST(ProbeApiTest, QualityBuiltInSetPassesWithRightAnswers) {
   emulate::EmulatorConfig config;
   config.answers = BuiltInAnswers(true);
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
   for (const char* api : {"chat", "completions"}) {
-    const ProbeRunResult run = RunProbe(Url(server->port()), "quality",
+    const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "quality",
                                         std::string("quality_right_") + api, {"--api", api});
     ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
     EXPECT_EQ(run.finished.exit_code, 0) << api << "\n" << run.finished.output;
@@ -316,9 +302,9 @@ TEST(ProbeApiTest, QualityBuiltInSetPassesWithRightAnswers) {
 TEST(ProbeApiTest, QualityBuiltInSetFailsWithWrongAnswers) {
   emulate::EmulatorConfig config;
   config.answers = BuiltInAnswers(false);
-  auto server = StartEmulator(config);
+  auto server = InstantEmulator(config);
   ASSERT_NE(server, nullptr);
-  const ProbeRunResult run = RunProbe(Url(server->port()), "quality", "quality_wrong");
+  const ProbeRunResult run = RunProbe(LoopbackUrl(server->port()), "quality", "quality_wrong");
   ASSERT_FALSE(run.probe.is_null()) << run.finished.output;
   EXPECT_EQ(run.finished.exit_code, 3) << run.finished.output;
   EXPECT_EQ(run.probe["verdict"], "fail");

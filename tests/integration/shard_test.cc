@@ -20,7 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 using measure::RequestRecord;
 
-class MemorySink final : public load::RecordSink {
+class RecordsWithOffsets final : public load::RecordSink {
  public:
   void Write(const RequestRecord& record, MonoTime t0) override {
     std::lock_guard lock(mutex_);
@@ -48,7 +48,7 @@ class ShardTest : public ::testing::Test {
     spec_.seed = 11;
   }
 
-  std::vector<load::StepResult> Run(load::RunSpec spec, MemorySink& sink) {
+  std::vector<load::StepResult> Run(load::RunSpec spec, RecordsWithOffsets& sink) {
     std::atomic<bool> stop{false};
     return load::RunLoad(spec, sink, stop, nullptr);
   }
@@ -65,7 +65,7 @@ TEST_F(ShardTest, OpenLoopShardsTogetherSendTheOneProcessSchedule) {
   step.limits.warmup_requests = 6;
   spec_.steps = {step};
   spec_.workers = 2;
-  MemorySink whole;
+  RecordsWithOffsets whole;
   ASSERT_EQ(Run(spec_, whole).front().planned, 96u);
 
   std::map<std::uint64_t, Nanos> together;
@@ -75,7 +75,7 @@ TEST_F(ShardTest, OpenLoopShardsTogetherSendTheOneProcessSchedule) {
     part.shard_index = shard;
     part.shard_count = 3;
     part.workers = shard + 1;  // a shard's own worker count does not change what it sends
-    MemorySink sink;
+    RecordsWithOffsets sink;
     planned += Run(part, sink).front().planned;
     for (const RequestRecord& r : sink.records) {
       EXPECT_EQ(r.id % 3, shard) << r.id;
@@ -99,7 +99,7 @@ TEST_F(ShardTest, ClosedLoopShardsShareTheConcurrencyAndTheCount) {
     load::RunSpec part = spec_;
     part.shard_index = shard;
     part.shard_count = 2;
-    MemorySink sink;
+    RecordsWithOffsets sink;
     const auto steps = Run(part, sink);
     EXPECT_EQ(steps.front().recorder.counts().measured, shard == 0 ? 21u : 20u);
     measured += steps.front().recorder.counts().measured;
@@ -134,7 +134,7 @@ TEST_F(ShardTest, ATracesSessionsStayWholeInOneShard) {
     load::RunSpec part = spec_;
     part.shard_index = shard;
     part.shard_count = 2;
-    MemorySink sink;
+    RecordsWithOffsets sink;
     Run(part, sink);
     sent += sink.records.size();
     for (const RequestRecord& r : sink.records) shards_of_session[*trace.requests[r.id].session_id].insert(shard);
@@ -151,7 +151,7 @@ TEST_F(ShardTest, TheStartInstantIsTheLoadsT0) {
   step.limits.requests = 5;
   spec_.steps = {step};
   spec_.start_at = RealClock().Now() + 300ms;
-  MemorySink sink;
+  RecordsWithOffsets sink;
   const auto steps = Run(spec_, sink);
   EXPECT_EQ(steps.front().t0, *spec_.start_at);
   for (const RequestRecord& r : sink.records) EXPECT_GE(*r.send_start, *spec_.start_at);

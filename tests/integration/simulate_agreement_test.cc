@@ -21,12 +21,7 @@
 namespace bakeoff {
 namespace {
 
-std::filesystem::path TempDir(const std::string& name) {
-  const auto dir = bakeoff::testing::ScratchRoot() /
-                   ("bakeoff_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+using bakeoff::testing::FreshScratchDir;
 
 std::string ReadAll(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,7 +30,7 @@ std::string ReadAll(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-emulate::EngineConfig Preset() {
+emulate::EngineConfig ContinuousPagedConfig() {
   auto preset = emulate::LoadEnginePreset(std::filesystem::path(BAKEOFF_SOURCE_DIR) /
                                           "examples/engines/continuous-paged.yaml");
   EXPECT_TRUE(preset.ok()) << preset.error().message;
@@ -63,7 +58,7 @@ Result<run::BenchOutcome> Simulate(const std::filesystem::path& out) {
   run::SimulateConfig config;
   config.run = ModerateLoad();
   config.run.target.request.model = "emulated-model";
-  config.sim.engine = Preset();
+  config.sim.engine = ContinuousPagedConfig();
   config.out_dir = out;
   std::atomic<bool> stop{false};
   return run::RunSimulate(config, stop, [](const std::string&) {});
@@ -91,7 +86,7 @@ std::string Disagreements(const analyze::StepAnalysis& real, const analyze::Step
 
 TEST(SimulateAgreementTimingTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad) {
   BAKEOFF_SKIP_TIMING_UNDER_SANITIZERS();
-  auto simulated = Simulate(TempDir("agree_sim"));
+  auto simulated = Simulate(FreshScratchDir("agree_sim"));
   ASSERT_TRUE(simulated.ok()) << simulated.error().message;
   const analyze::StepAnalysis& sim = simulated->steps.at(0);
   ASSERT_EQ(sim.outcomes.at("ok"), 120u);
@@ -101,14 +96,14 @@ TEST(SimulateAgreementTimingTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad
   for (int attempt = 1; attempt <= 2; ++attempt) {
     emulate::EmulatorConfig emulator;
     emulator.port = 0;
-    emulator.engine = Preset();
+    emulator.engine = ContinuousPagedConfig();
     auto server = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(server.ok()) << server.error().message;
     run::BenchConfig bench;
     bench.run = ModerateLoad();
     bench.url = "http://127.0.0.1:" + std::to_string(server.value()->port());
     bench.run.target.endpoint = {false, "127.0.0.1", std::to_string(server.value()->port()), "", ""};
-    bench.out_dir = TempDir("agree_bench");
+    bench.out_dir = FreshScratchDir("agree_bench");
     std::atomic<bool> stop{false};
     auto measured = run::RunBench(
         bench, stop, [](const std::string&) {}, nullptr);
@@ -123,8 +118,8 @@ TEST(SimulateAgreementTimingTest, BenchOnTheServerAndSimulateAgreeAtModerateLoad
 }
 
 TEST(SimulateAgreementTest, SimulateWritesTheRunFilesMarkedEmulatedAndIsDeterministic) {
-  const auto first_dir = TempDir("sim_first");
-  const auto second_dir = TempDir("sim_second");
+  const auto first_dir = FreshScratchDir("sim_first");
+  const auto second_dir = FreshScratchDir("sim_second");
   auto first = Simulate(first_dir);
   ASSERT_TRUE(first.ok()) << first.error().message;
   auto second = Simulate(second_dir);
@@ -152,10 +147,10 @@ TEST(SimulateAgreementTest, AReplicaThatTakesTheWholeLoadIsNotedWithTheRoutersRe
     config.run.target.request.model = "emulated-model";
     config.run.target.request.system.clear();
     for (int i = 0; i < 300; ++i) config.run.target.request.system += "policy" + std::to_string(i) + " ";
-    config.sim.engine = Preset();
+    config.sim.engine = ContinuousPagedConfig();
     config.sim.replicas = 4;
     config.sim.router = router;
-    config.out_dir = TempDir(name);
+    config.out_dir = FreshScratchDir(name);
     std::atomic<bool> stop{false};
     Result<run::BenchOutcome> outcome = run::RunSimulate(config, stop, [](const std::string&) {});
     EXPECT_TRUE(outcome.ok()) << outcome.error().message;

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-emulate::EnginePreset Preset() {
+emulate::EnginePreset ContinuousPagedPreset() {
   Result<emulate::EnginePreset> preset =
       emulate::LoadEnginePreset(fs::path(BAKEOFF_SOURCE_DIR) / "examples/engines/continuous-paged.yaml");
   EXPECT_TRUE(preset.ok()) << preset.error().message;
@@ -42,7 +42,7 @@ class ValidateTimingTest : public ::testing::Test {
   void SetUp() override {
     emulate::EmulatorConfig emulator;
     emulator.port = 0;
-    emulator.engine = Preset().config;
+    emulator.engine = ContinuousPagedPreset().config;
     auto server = emulate::EmulatorServer::Start(emulator);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(server.value());
@@ -80,7 +80,7 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   std::string misses;
   for (int attempt = 1; attempt <= 3; ++attempt) {
     const std::string name = "right" + std::to_string(attempt);
-    Result<run::ValidationOutcome> right = run::ValidatePreset(Config(Preset(), name, attempt), stop_, [](const std::string&) {});
+    Result<run::ValidationOutcome> right = run::ValidatePreset(Config(ContinuousPagedPreset(), name, attempt), stop_, [](const std::string&) {});
     ASSERT_TRUE(right.ok()) << right.error().message;
     ASSERT_EQ(right->steps.size(), 4u);
     EXPECT_GT(right->capacity_per_s, 0);
@@ -117,7 +117,7 @@ TEST_F(ValidateTimingTest, TheServersOwnPresetPredictsItAndAWrongOneDoesNot) {
   EXPECT_TRUE(misses.empty()) << misses;
 
   // Steps twice as slow and decodes three times as costly: every load is predicted far off.
-  emulate::EnginePreset wrong = Preset();
+  emulate::EnginePreset wrong = ContinuousPagedPreset();
   wrong.config.cost.base_ms *= 2;
   wrong.config.cost.decode_ms_per_seq *= 3;
   Result<run::ValidationOutcome> off = run::ValidatePreset(Config(wrong, "wrong", 4), stop_, [](const std::string&) {});

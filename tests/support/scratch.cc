@@ -48,4 +48,10 @@ const std::filesystem::path& ScratchRoot() {
   return kRoot;
 }
 
+std::filesystem::path FreshScratchDir(const std::string& name) {
+  std::filesystem::path dir = ScratchRoot() / name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
 }  // namespace bakeoff::testing

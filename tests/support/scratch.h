@@ -8,10 +8,15 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 namespace bakeoff::testing {
 
 // This test process's scratch folder (created when missing).
 const std::filesystem::path& ScratchRoot();
+
+// ScratchRoot()/`name`, emptied: removed with what it holds when a test made it before. Not
+// created (the commands under test make their --out folder).
+std::filesystem::path FreshScratchDir(const std::string& name);
 
 }  // namespace bakeoff::testing

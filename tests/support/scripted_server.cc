@@ -522,6 +522,8 @@ std::uint16_t UnusedLoopbackPort() {
   return ntohs(address.sin_port);
 }
 
+std::string LoopbackUrl(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+
 TestCertificate MakeSelfSignedCertificate(const std::string& dir,
                                           const std::string& subject_alt_names) {
   namespace fs = std::filesystem;

@@ -191,6 +191,9 @@ class ScriptedServer {
 // listened on, so connecting to it is refused until something else takes it.
 std::uint16_t UnusedLoopbackPort();
 
+// http://127.0.0.1:`port`
+std::string LoopbackUrl(std::uint16_t port);
+
 // A self-signed certificate (by default for 127.0.0.1 and localhost), made with the openssl
 // command line tool in a fresh directory under `dir`. `subject_alt_names` is openssl's
 // subjectAltName syntax. Fails the current test (and returns empty paths) on error. The directory

@@ -22,6 +22,7 @@ namespace bakeoff::emulate {
 namespace {
 
 using nlohmann::json;
+using testing::ChatBody;
 using testing::Fetch;
 using testing::FormatRequest;
 using testing::HttpResponse;
@@ -30,23 +31,11 @@ using testing::StartOrDie;
 using testing::TestConnection;
 using testing::WaitFor;
 
-// 1 ms engine steps.
-EmulatorConfig FastConfig() {
-  EmulatorConfig config;
-  config.port = 0;
-  config.engine.cost = CostModel{1.0, 0.0, 0.0, 0.0};
+// The servers these tests start: fast steps and an 8,192-token context.
+EmulatorConfig FaultsConfig() {
+  EmulatorConfig config = testing::FastConfig();
   config.engine.max_model_len = 8192;
   return config;
-}
-
-
-std::string ChatBody(int max_tokens, bool stream, bool usage = false) {
-  json body = {{"model", "emulated-model"},
-               {"messages", {{{"role", "user"}, {"content", "hello emulated world"}}}},
-               {"max_tokens", max_tokens},
-               {"stream", stream}};
-  if (usage) body["stream_options"] = {{"include_usage", true}};
-  return body.dump();
 }
 
 std::string ChatRequest(int max_tokens, bool stream, bool usage = false) {
@@ -76,7 +65,7 @@ bool Refused(std::uint16_t port) { return !TestConnection(port, 1000).connected(
 // --- shutdown ---
 
 TEST(EmulatorShutdownTest, DrainFinishesInFlightAndRefusesNewWork) {
-  auto server = StartOrDie(FastConfig());
+  auto server = StartOrDie(FaultsConfig());
   ASSERT_TRUE(server);
   const std::uint16_t port = server->port();
   TestConnection keep_alive(port);  // an idle keep-alive connection, open before the drain
@@ -114,7 +103,7 @@ TEST(EmulatorShutdownTest, DrainFinishesInFlightAndRefusesNewWork) {
 }
 
 TEST(EmulatorShutdownTest, DrainWithNothingInFlightCompletesAtOnce) {
-  auto server = StartOrDie(FastConfig());
+  auto server = StartOrDie(FaultsConfig());
   ASSERT_TRUE(server);
   server->BeginDrain(std::chrono::seconds(30));
   auto report = server->WaitShutdown(std::chrono::seconds(5));
@@ -125,7 +114,7 @@ TEST(EmulatorShutdownTest, DrainWithNothingInFlightCompletesAtOnce) {
 }
 
 TEST(EmulatorShutdownTest, DrainTimeoutCutsWhatIsLeft) {
-  auto server = StartOrDie(FastConfig());
+  auto server = StartOrDie(FaultsConfig());
   ASSERT_TRUE(server);
   TestConnection streaming(server->port());
   ASSERT_TRUE(streaming.Send(ChatRequest(100000 / 16, true)));
@@ -144,7 +133,7 @@ TEST(EmulatorShutdownTest, DrainTimeoutCutsWhatIsLeft) {
 }
 
 TEST(EmulatorShutdownTest, AbortAllEndsStreamsWithAnErrorEvent) {
-  auto server = StartOrDie(FastConfig());
+  auto server = StartOrDie(FaultsConfig());
   ASSERT_TRUE(server);
   TestConnection streaming(server->port());
   ASSERT_TRUE(streaming.Send(ChatRequest(5000, true)));
@@ -175,7 +164,7 @@ TEST(EmulatorShutdownTest, AbortAllEndsStreamsWithAnErrorEvent) {
 
 TEST(EmulatorFaultTest, CrashAfterNRequestsStopsHard) {
   std::atomic<int> crashes{0};
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.crash_after = 3;
   config.on_crash = [&crashes] { crashes.fetch_add(1); };
   auto server = StartOrDie(config);
@@ -199,7 +188,7 @@ TEST(EmulatorFaultTest, CrashAfterNRequestsStopsHard) {
 }
 
 TEST(EmulatorFaultTest, ErrorRateFailsRequestsBeforeStreamingReproducibly) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.error_rate = 1.0;
   auto always = StartOrDie(config);
   ASSERT_TRUE(always);
@@ -232,7 +221,7 @@ TEST(EmulatorFaultTest, ErrorRateFailsRequestsBeforeStreamingReproducibly) {
 
 TEST(EmulatorFaultTest, StreamErrorInsideA200Stream) {
   for (bool instant : {false, true}) {
-    EmulatorConfig config = FastConfig();
+    EmulatorConfig config = FaultsConfig();
     config.instant = instant;
     config.faults.stream_error_rate = 1.0;
     auto server = StartOrDie(config);
@@ -254,7 +243,7 @@ TEST(EmulatorFaultTest, StreamErrorInsideA200Stream) {
 }
 
 TEST(EmulatorFaultTest, StallPausesTheStreamMidway) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.stall_rate = 1.0;
   config.faults.stall = std::chrono::milliseconds(300);
   for (bool instant : {false, true}) {
@@ -274,7 +263,7 @@ TEST(EmulatorFaultTest, StallPausesTheStreamMidway) {
 }
 
 TEST(EmulatorFaultTest, HealthLiesDuringStartup) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.startup.load = std::chrono::seconds(30);
   config.faults.health_lies = true;
   auto server = StartOrDie(config);
@@ -287,7 +276,7 @@ TEST(EmulatorFaultTest, HealthLiesDuringStartup) {
 }
 
 TEST(EmulatorFaultTest, NoDoneEndsStreamsWithoutTheSentinel) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.no_done = true;
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -300,7 +289,7 @@ TEST(EmulatorFaultTest, NoDoneEndsStreamsWithoutTheSentinel) {
 }
 
 TEST(EmulatorQuirkTest, UsageAlwaysAddsTheUsageChunk) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   auto plain = StartOrDie(config);
   ASSERT_TRUE(plain);
   HttpResponse without = Fetch(plain->port(), "POST", "/v1/chat/completions", ChatBody(2, true));
@@ -318,7 +307,7 @@ TEST(EmulatorQuirkTest, UsageAlwaysAddsTheUsageChunk) {
 
 TEST(EmulatorQuirkTest, SeveralTokensPerEvent) {
   for (bool instant : {false, true}) {
-    EmulatorConfig config = FastConfig();
+    EmulatorConfig config = FaultsConfig();
     config.instant = instant;
     config.tokens_per_event = 3;
     auto server = StartOrDie(config);
@@ -342,7 +331,7 @@ TEST(EmulatorQuirkTest, SeveralTokensPerEvent) {
 }
 
 TEST(EmulatorQuirkTest, KeepAliveCommentsWhileQueued) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.engine.max_num_seqs = 1;
   config.keepalive_comments = std::chrono::milliseconds(50);
   auto server = StartOrDie(config);
@@ -368,7 +357,7 @@ std::string Series(const std::string& name, const std::string& extra = "") {
 }
 
 TEST(EmulatorFaultTest, IgnoreDisconnectKeepsTheSequenceRunning) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.ignore_disconnect = true;
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -394,7 +383,7 @@ TEST(EmulatorFaultTest, IgnoreDisconnectKeepsTheSequenceRunning) {
 }
 
 TEST(EmulatorFaultTest, HealthBlocksWhileBusy) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.health_busy_delay = std::chrono::milliseconds(400);
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -422,7 +411,7 @@ TEST(EmulatorFaultTest, HealthBlocksWhileBusy) {
 }
 
 TEST(EmulatorFaultTest, NotReadyStatusAndBody) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.startup.load = std::chrono::seconds(30);
   config.not_ready_status = 200;
   auto server = StartOrDie(config);
@@ -440,7 +429,7 @@ TEST(EmulatorFaultTest, NotReadyStatusAndBody) {
 }
 
 TEST(EmulatorFaultTest, HealthLateSaysReadyAfterTheApiServes) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.health_late = std::chrono::milliseconds(600);
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -450,7 +439,7 @@ TEST(EmulatorFaultTest, HealthLateSaysReadyAfterTheApiServes) {
 }
 
 TEST(EmulatorFaultTest, BadInputGets500) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.faults.bad_input_500 = true;
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -472,7 +461,7 @@ TEST(EmulatorFaultTest, BadInputGets500) {
 }
 
 TEST(EmulatorFaultTest, TruncatePromptsServesOverLongPrompts) {
-  EmulatorConfig config = FastConfig();  // max_model_len 8192
+  EmulatorConfig config = FaultsConfig();  // max_model_len 8192
   config.faults.truncate_prompts = true;
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -492,7 +481,7 @@ TEST(EmulatorFaultTest, TruncatePromptsServesOverLongPrompts) {
 }
 
 TEST(EmulatorFaultTest, NoMetricsAnswers404) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   config.no_metrics = true;
   auto server = StartOrDie(config);
   ASSERT_TRUE(server);
@@ -509,7 +498,7 @@ std::string CompletionText(std::uint16_t port, const std::string& body) {
 
 TEST(EmulatorFaultTest, NondeterministicVariesTheTextPerRequest) {
   for (bool instant : {false, true}) {
-    EmulatorConfig config = FastConfig();
+    EmulatorConfig config = FaultsConfig();
     config.instant = instant;
     auto steady = StartOrDie(config);
     config.faults.nondeterministic = true;
@@ -522,7 +511,7 @@ TEST(EmulatorFaultTest, NondeterministicVariesTheTextPerRequest) {
 }
 
 TEST(EmulatorFaultTest, IgnoreStopOutputsPastTheStopString) {
-  EmulatorConfig config = FastConfig();
+  EmulatorConfig config = FaultsConfig();
   auto server = StartOrDie(config);
   config.faults.ignore_stop = true;
   auto ignoring = StartOrDie(config);

@@ -22,16 +22,7 @@ using testing::Fetch;
 using testing::HttpResponse;
 using testing::SseData;
 using testing::StartOrDie;
-
-// 1 ms engine steps.
-EmulatorConfig FastConfig(bool instant = false) {
-  EmulatorConfig config;
-  config.port = 0;
-  config.engine.cost = CostModel{1.0, 0.0, 0.0, 0.0};
-  config.engine.max_model_len = 4096;
-  config.instant = instant;
-  return config;
-}
+using testing::FastConfig;
 
 json Post(std::uint16_t port, const std::string& path, const json& body) {
   HttpResponse response = Fetch(port, "POST", path, body.dump());

@@ -35,25 +35,8 @@ using testing::SseData;
 using testing::StartOrDie;
 using testing::TestConnection;
 using testing::WaitFor;
-
-// A fast engine model so tests run quickly: 1 ms steps.
-EmulatorConfig FastConfig() {
-  EmulatorConfig config;
-  config.port = 0;
-  config.engine.cost = CostModel{1.0, 0.0, 0.0, 0.0};
-  config.engine.max_model_len = 4096;
-  return config;
-}
-
-
-std::string ChatBody(int max_tokens, bool stream, bool usage, const std::string& content = "hello emulated world") {
-  json body = {{"model", "emulated-model"},
-               {"messages", {{{"role", "user"}, {"content", content}}}},
-               {"max_tokens", max_tokens},
-               {"stream", stream}};
-  if (usage) body["stream_options"] = {{"include_usage", true}};
-  return body.dump();
-}
+using testing::ChatBody;
+using testing::FastConfig;
 
 // Token events (chat content deltas) among raw, still-framed stream bytes.
 std::size_t CountContentEvents(const std::string& raw) {

@@ -3,6 +3,7 @@
 // Owns: a minimal blocking HTTP/1.1 client over loopback for the emulator's server tests:
 // plain POSIX sockets with receive timeouts, chunked-body decoding and SSE event splitting.
 // Deliberately independent of net/ so the server is tested against a separate implementation.
+// Also the fast emulator configuration and the chat request body the server tests share.
 // Thread-safety: functions are independent; a TestConnection is used by one thread.
 #pragma once
 
@@ -25,6 +26,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "emulate/server.h"
 
@@ -254,6 +257,27 @@ bool WaitFor(Condition condition, std::chrono::milliseconds limit = std::chrono:
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return condition();
+}
+
+// An emulator on an ephemeral port whose steps cost 1 ms whatever they hold (`instant`: no
+// waiting at all), with a 4,096-token context.
+inline EmulatorConfig FastConfig(bool instant = false) {
+  EmulatorConfig config;
+  config.port = 0;
+  config.engine.cost = CostModel{1.0, 0.0, 0.0, 0.0};
+  config.engine.max_model_len = 4096;
+  config.instant = instant;
+  return config;
+}
+
+inline std::string ChatBody(int max_tokens, bool stream, bool usage = false,
+                            const std::string& content = "hello emulated world") {
+  nlohmann::json body = {{"model", "emulated-model"},
+                         {"messages", {{{"role", "user"}, {"content", content}}}},
+                         {"max_tokens", max_tokens},
+                         {"stream", stream}};
+  if (usage) body["stream_options"] = {{"include_usage", true}};
+  return body.dump();
 }
 
 }  // namespace bakeoff::emulate::testing

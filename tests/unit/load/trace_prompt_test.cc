@@ -4,15 +4,10 @@
 
 #include <sstream>
 
+#include "count_words.h"
+
 namespace bakeoff::load {
 namespace {
-
-std::size_t CountWords(const std::string& text) {
-  std::istringstream in(text);
-  std::size_t n = 0;
-  for (std::string word; in >> word;) ++n;
-  return n;
-}
 
 workload::TraceRequest WithHashes(std::vector<std::uint64_t> hashes, std::uint32_t input_tokens) {
   workload::TraceRequest r;

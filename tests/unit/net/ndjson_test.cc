@@ -11,23 +11,26 @@
 #include <vector>
 
 #include "core/file.h"
+#include "support/test_data.h"
 
 namespace bakeoff::net {
 namespace {
 
+using bakeoff::testing::ReadTestData;
+
 using Lines = std::vector<std::string>;
 
-struct Decoded {
+struct DecodedLines {
   Lines lines;
   bool ok = true;
   std::string error;
 };
 
 // Feeds `pieces` in order, then Finish(); stops feeding at the first error as a caller would.
-Decoded DecodePieces(const std::vector<std::string_view>& pieces,
+DecodedLines DecodeLinePieces(const std::vector<std::string_view>& pieces,
                      std::size_t max_line_bytes = NdjsonDecoder::kDefaultMaxLineBytes) {
   NdjsonDecoder decoder(max_line_bytes);
-  Decoded result;
+  DecodedLines result;
   for (const std::string_view piece : pieces) {
     const Status status = decoder.Feed(piece, &result.lines);
     if (!status.ok()) {
@@ -41,73 +44,67 @@ Decoded DecodePieces(const std::vector<std::string_view>& pieces,
   return result;
 }
 
-Decoded Decode(std::string_view wire,
+DecodedLines DecodeLines(std::string_view wire,
                std::size_t max_line_bytes = NdjsonDecoder::kDefaultMaxLineBytes) {
-  return DecodePieces({wire}, max_line_bytes);
-}
-
-std::string ReadTestData(const std::string& relative) {
-  Result<std::string> content = ReadFile(std::string(BAKEOFF_TESTDATA_DIR) + "/" + relative);
-  EXPECT_TRUE(content.ok()) << relative << ": " << (content.ok() ? "" : content.error().message);
-  return content.ok() ? std::move(content).value() : std::string();
+  return DecodeLinePieces({wire}, max_line_bytes);
 }
 
 TEST(NdjsonDecoderTest, EmptyStream) {
-  const Decoded d = Decode("");
+  const DecodedLines d = DecodeLines("");
   EXPECT_TRUE(d.ok);
   EXPECT_TRUE(d.lines.empty());
 }
 
 TEST(NdjsonDecoderTest, LfLineEnds) {
-  EXPECT_EQ(Decode("{\"a\":1}\n{\"b\":2}\n").lines, (Lines{"{\"a\":1}", "{\"b\":2}"}));
+  EXPECT_EQ(DecodeLines("{\"a\":1}\n{\"b\":2}\n").lines, (Lines{"{\"a\":1}", "{\"b\":2}"}));
 }
 
 TEST(NdjsonDecoderTest, CrlfLineEnds) {
-  EXPECT_EQ(Decode("{\"a\":1}\r\n{\"b\":2}\r\n").lines, (Lines{"{\"a\":1}", "{\"b\":2}"}));
+  EXPECT_EQ(DecodeLines("{\"a\":1}\r\n{\"b\":2}\r\n").lines, (Lines{"{\"a\":1}", "{\"b\":2}"}));
 }
 
 TEST(NdjsonDecoderTest, CrLfSplitAcrossFeeds) {
-  EXPECT_EQ(DecodePieces({"{\"a\":1}\r", "\n{\"b\":2}\r", "\n"}).lines,
+  EXPECT_EQ(DecodeLinePieces({"{\"a\":1}\r", "\n{\"b\":2}\r", "\n"}).lines,
             (Lines{"{\"a\":1}", "{\"b\":2}"}));
 }
 
 TEST(NdjsonDecoderTest, LoneCrIsNotALineEnd) {
-  EXPECT_EQ(Decode("{\"a\":1}\r{\"b\":2}\n").lines, (Lines{"{\"a\":1}\r{\"b\":2}"}));
+  EXPECT_EQ(DecodeLines("{\"a\":1}\r{\"b\":2}\n").lines, (Lines{"{\"a\":1}\r{\"b\":2}"}));
 }
 
 TEST(NdjsonDecoderTest, BlankLinesSkipped) {
-  EXPECT_EQ(Decode("\n{}\n\r\n  \t\n\n[]\n \r\n").lines, (Lines{"{}", "[]"}));
+  EXPECT_EQ(DecodeLines("\n{}\n\r\n  \t\n\n[]\n \r\n").lines, (Lines{"{}", "[]"}));
 }
 
 TEST(NdjsonDecoderTest, LineSplitAcrossFeeds) {
-  EXPECT_EQ(DecodePieces({"{\"resp", "onse\":\"hi\"", "}\n"}).lines,
+  EXPECT_EQ(DecodeLinePieces({"{\"resp", "onse\":\"hi\"", "}\n"}).lines,
             (Lines{"{\"response\":\"hi\"}"}));
 }
 
 TEST(NdjsonDecoderTest, MissingFinalNewlineDeliveredByFinish) {
-  EXPECT_EQ(Decode("{\"a\":1}\n{\"done\":true}").lines, (Lines{"{\"a\":1}", "{\"done\":true}"}));
+  EXPECT_EQ(DecodeLines("{\"a\":1}\n{\"done\":true}").lines, (Lines{"{\"a\":1}", "{\"done\":true}"}));
 }
 
 TEST(NdjsonDecoderTest, MissingFinalLfAfterCrStripsTheCr) {
-  EXPECT_EQ(Decode("{\"done\":true}\r").lines, (Lines{"{\"done\":true}"}));
+  EXPECT_EQ(DecodeLines("{\"done\":true}\r").lines, (Lines{"{\"done\":true}"}));
 }
 
 TEST(NdjsonDecoderTest, WhitespaceInsideALineKept) {
-  EXPECT_EQ(Decode(" {\"a\": 1} \n").lines, (Lines{" {\"a\": 1} "}));
+  EXPECT_EQ(DecodeLines(" {\"a\": 1} \n").lines, (Lines{" {\"a\": 1} "}));
 }
 
 TEST(NdjsonDecoderTest, LineTooLarge) {
-  const Decoded d = Decode("{\"a\":1}\n" + std::string(100, 'x') + "\n{}\n", 64);
+  const DecodedLines d = DecodeLines("{\"a\":1}\n" + std::string(100, 'x') + "\n{}\n", 64);
   EXPECT_FALSE(d.ok);
   EXPECT_NE(d.error.find("max_line_bytes (64 bytes)"), std::string::npos) << d.error;
   EXPECT_EQ(d.lines, (Lines{"{\"a\":1}"}));  // lines before the oversized one still delivered
 }
 
 TEST(NdjsonDecoderTest, LineAtTheLimitAccepted) {
-  EXPECT_TRUE(Decode(std::string(64, 'x') + "\n", 64).ok);
-  EXPECT_FALSE(Decode(std::string(65, 'x') + "\n", 64).ok);
-  EXPECT_FALSE(Decode(std::string(65, 'x'), 64).ok);  // unterminated counts too
-  EXPECT_FALSE(DecodePieces({std::string(40, 'x'), std::string(25, 'x')}, 64).ok);
+  EXPECT_TRUE(DecodeLines(std::string(64, 'x') + "\n", 64).ok);
+  EXPECT_FALSE(DecodeLines(std::string(65, 'x') + "\n", 64).ok);
+  EXPECT_FALSE(DecodeLines(std::string(65, 'x'), 64).ok);  // unterminated counts too
+  EXPECT_FALSE(DecodeLinePieces({std::string(40, 'x'), std::string(25, 'x')}, 64).ok);
 }
 
 TEST(NdjsonDecoderTest, GarbageWithoutNewlineStopsAtTheLimit) {
@@ -139,22 +136,22 @@ TEST(NdjsonDecoderTest, FeedAfterErrorFails) {
 }
 
 void ExpectSameLinesForEverySplit(const std::string& wire) {
-  const Decoded whole = Decode(wire);
+  const DecodedLines whole = DecodeLines(wire);
   ASSERT_TRUE(whole.ok);
   for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
     const std::string_view view(wire);
-    ASSERT_EQ(DecodePieces({view.substr(0, cut), view.substr(cut)}).lines, whole.lines)
+    ASSERT_EQ(DecodeLinePieces({view.substr(0, cut), view.substr(cut)}).lines, whole.lines)
         << "split at byte " << cut;
   }
   std::vector<std::string_view> bytes;
   for (std::size_t i = 0; i < wire.size(); ++i) {
     bytes.push_back(std::string_view(wire).substr(i, 1));
   }
-  EXPECT_EQ(DecodePieces(bytes).lines, whole.lines);
+  EXPECT_EQ(DecodeLinePieces(bytes).lines, whole.lines);
 }
 
 TEST(NdjsonDecoderTest, RecordedOllamaStreamDecodes) {
-  const Decoded d = Decode(ReadTestData("ndjson/ollama_generate_stream.ndjson"));
+  const DecodedLines d = DecodeLines(ReadTestData("ndjson/ollama_generate_stream.ndjson"));
   ASSERT_TRUE(d.ok);
   ASSERT_EQ(d.lines.size(), 5u);
   EXPECT_NE(d.lines[0].find("\"response\":\"The\""), std::string::npos);
@@ -172,7 +169,7 @@ TEST(NdjsonDecoderTest, SameLinesHoweverTheBytesAreSplitCrlfNoFinalNewline) {
     wire += c;
   }
   wire.resize(wire.size() - 2);  // drop the final CRLF
-  EXPECT_EQ(Decode(wire).lines, Decode(ReadTestData("ndjson/ollama_generate_stream.ndjson")).lines);
+  EXPECT_EQ(DecodeLines(wire).lines, DecodeLines(ReadTestData("ndjson/ollama_generate_stream.ndjson")).lines);
   ExpectSameLinesForEverySplit(wire);
 }
 

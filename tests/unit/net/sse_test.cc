@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/file.h"
+#include "support/test_data.h"
 
 namespace bakeoff::net {
 
@@ -24,6 +25,8 @@ static void PrintTo(const SseEvent& e, std::ostream* os) {
 }
 
 namespace {
+
+using bakeoff::testing::ReadTestData;
 
 struct Decoded {
   std::vector<SseEvent> events;
@@ -61,12 +64,6 @@ SseEvent DataEvent(std::string data) {
   SseEvent e;
   e.data = std::move(data);
   return e;
-}
-
-std::string ReadTestData(const std::string& relative) {
-  Result<std::string> content = ReadFile(std::string(BAKEOFF_TESTDATA_DIR) + "/" + relative);
-  EXPECT_TRUE(content.ok()) << relative << ": " << (content.ok() ? "" : content.error().message);
-  return content.ok() ? std::move(content).value() : std::string();
 }
 
 std::string ReplaceAll(std::string s, std::string_view from, std::string_view to) {

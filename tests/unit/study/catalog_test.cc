@@ -49,7 +49,7 @@ std::string CleanEntry(const std::string& id = "vllm-0.6.3") {
          "    verified_against: a live run\n";
 }
 
-Catalog Parse(const std::string& text) {
+Catalog ParsedCatalog(const std::string& text) {
   Result<Catalog> catalog = ParseCatalog(text, "c.yaml");
   EXPECT_TRUE(catalog.ok()) << catalog.error().message;
   return catalog.ok() ? catalog.value() : Catalog{};
@@ -67,7 +67,7 @@ std::vector<LintFinding> Lint(const std::string& text, const std::string& today 
   LintOptions options;
   options.today = today;
   options.max_verification_age_days = max_age;
-  return LintCatalog(Parse(text), options);
+  return LintCatalog(ParsedCatalog(text), options);
 }
 
 // The codes of `findings`, in order.
@@ -93,7 +93,7 @@ fs::path SourceDir() { return fs::path(BAKEOFF_SOURCE_DIR); }
 // --- Parsing ---
 
 TEST(CatalogTest, AnEntryParsesWithEveryFieldAndItsLine) {
-  const Catalog catalog = Parse(
+  const Catalog catalog = ParsedCatalog(
       "runtimes:\n"                                   // 1
       "  - id: llama-b4748\n"                         // 2
       "    engine: llamacpp\n"                        // 3
@@ -218,7 +218,7 @@ TEST(CatalogTest, TheDocumentMustBeOneMappingWithRuntimes) {
 }
 
 TEST(CatalogTest, EmulatedEntriesAreBuiltinWithAPreset) {
-  const Catalog catalog = Parse(
+  const Catalog catalog = ParsedCatalog(
       "runtimes:\n"
       "  - id: emulated-paged\n"
       "    engine: emulated\n"

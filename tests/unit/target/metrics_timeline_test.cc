@@ -19,20 +19,16 @@
 namespace bakeoff {
 namespace {
 
+using bakeoff::testing::FreshScratchDir;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-fs::path OutDir(const std::string& name) {
-  const fs::path out = bakeoff::testing::ScratchRoot() / ("bakeoff_timeline_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(out);
-  return out;
-}
 
 TEST(MetricsTimelineTest, APageThatDoesNotParseIsSaidOnceAndScrapingGoesOn) {
   testing::ScriptedServer server([](const testing::CapturedRequest&) {
     return testing::Script{testing::Send(testing::FullResponse(200, "vllm:num_requests_running{ 3\n", "text/plain"))};
   });
-  const fs::path out = OutDir("garbage");
+  const fs::path out = FreshScratchDir("garbage");
   fs::create_directories(out);
   target::TimelineOptions options;
   options.endpoint = net::ParseEndpoint(server.url()).value();

@@ -3,6 +3,7 @@
 // the lenient and strict verdicts, the size limits, and the page queries (Family, Sum,
 // HistogramOf, HistogramQuantile) on a vLLM-shaped page.
 #include "target/prometheus.h"
+#include "support/test_data.h"
 
 #include <cmath>
 #include <fstream>
@@ -15,6 +16,8 @@
 
 namespace bakeoff::target {
 namespace {
+
+using bakeoff::testing::ReadTestData;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -36,14 +39,6 @@ std::string ParseError(std::string_view text, const PrometheusParseOptions& opti
   if (page.ok()) return {};
   EXPECT_EQ(page.error().code, ErrorCode::kInvalidInput);
   return page.error().message;
-}
-
-std::string ReadTestData(const std::string& relative) {
-  std::ifstream in(std::string(BAKEOFF_TESTDATA_DIR) + "/" + relative, std::ios::binary);
-  EXPECT_TRUE(in) << relative;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 std::vector<std::string> Names(const MetricsPage& page) {

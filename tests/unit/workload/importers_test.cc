@@ -18,28 +18,13 @@
 #include "core/file.h"
 #include "workload/trace_jsonl.h"
 #include "support/scratch.h"
+#include "import_test_util.h"
 
 namespace bakeoff::workload {
 namespace {
 
-std::string Data(const std::string& name) {
-  return std::string(BAKEOFF_TESTDATA_DIR) + "/traces/" + name;
-}
-
-struct Imported {
-  Result<ImportReport> report = MakeError(ErrorCode::kInternal, "not run");
-  std::vector<TraceRequest> rows;
-  std::vector<std::uint32_t> blocks;
-};
-
-Imported Import(const std::string& name, ImportOptions options = {}) {
-  Imported out;
-  out.report =
-      ImportTraceFile(Data(name), options, [&out](const TraceRequest& r, std::uint32_t block) {
-        out.rows.push_back(r);
-        out.blocks.push_back(block);
-      });
-  return out;
+Imported Import(const std::string& name, const ImportOptions& options = {}) {
+  return ImportPath(TraceData(name), options);
 }
 
 TEST(ImportersTest, AzureCsvWallClockWithSevenFractionalDigits) {
@@ -62,7 +47,7 @@ TEST(ImportersTest, AzureBrokenStopsAtFirstBadRowWithFileAndLine) {
   ASSERT_FALSE(im.report.ok());
   EXPECT_EQ(im.report.error().code, ErrorCode::kInvalidInput);
   EXPECT_EQ(im.report.error().message,
-            Data("azure_broken.csv") +
+            TraceData("azure_broken.csv") +
                 ":3: column \"ContextTokens\" is not a non-negative integer (\"abc\")");
 }
 
@@ -78,7 +63,7 @@ TEST(ImportersTest, AzureBrokenWithSkipInvalidCountsEachKind) {
   EXPECT_EQ(im.report->skipped[0].count, 2u);  // "abc" and "-5"
   EXPECT_EQ(im.report->skipped[1].kind, "wrong column count");
   EXPECT_EQ(im.report->skipped[1].first_message,
-            Data("azure_broken.csv") + ":4: expected 3 fields as in the header, found 2");
+            TraceData("azure_broken.csv") + ":4: expected 3 fields as in the header, found 2");
   EXPECT_EQ(im.report->skipped[2].kind, "bad timestamp");
   EXPECT_NE(im.report->SkippedSummary().find("skipped 4 rows: 2 bad number"), std::string::npos);
 }
@@ -121,7 +106,7 @@ TEST(ImportersTest, MooncakeMillisecondsAndBlocks) {
 TEST(ImportersTest, MooncakeBrokenRowsEachExplained) {
   Imported stop = Import("mooncake_broken.jsonl");
   ASSERT_FALSE(stop.report.ok());
-  EXPECT_EQ(stop.report.error().message, Data("mooncake_broken.jsonl") + ":2: not valid JSON");
+  EXPECT_EQ(stop.report.error().message, TraceData("mooncake_broken.jsonl") + ":2: not valid JSON");
   ImportOptions options;
   options.skip_invalid = true;
   Imported im = Import("mooncake_broken.jsonl", options);
@@ -133,7 +118,7 @@ TEST(ImportersTest, MooncakeBrokenRowsEachExplained) {
     all += s.kind + "=" + std::to_string(s.count) + ";";
   EXPECT_EQ(all, "bad JSON=2;missing field=1;bad number=2;");
   EXPECT_EQ(im.report->skipped[1].first_message,
-            Data("mooncake_broken.jsonl") + ":3: missing field \"input_length\"");
+            TraceData("mooncake_broken.jsonl") + ":3: missing field \"input_length\"");
 }
 
 TEST(ImportersTest, ShareGptTurnsBecomeRequestsWithUnknownArrivals) {
@@ -193,7 +178,7 @@ TEST(ImportersTest, GenericCsvNeedsMappingAndNamesMissingColumn) {
   Imported im = Import("generic.csv", options);
   ASSERT_FALSE(im.report.ok());
   EXPECT_EQ(im.report.error().message,
-            Data("generic.csv") + ":1: no column \"when\" in the header");
+            TraceData("generic.csv") + ":1: no column \"when\" in the header");
 }
 
 TEST(ImportersTest, MixedEpochUnitsAreDetected) {
@@ -203,10 +188,10 @@ TEST(ImportersTest, MixedEpochUnitsAreDetected) {
   Imported im = Import("mixed_units.csv", options);
   ASSERT_FALSE(im.report.ok());
   EXPECT_EQ(im.report.error().message,
-            Data("mixed_units.csv") +
+            TraceData("mixed_units.csv") +
                 ":4: timestamp \"1700000002000\" has a different unit or origin than the "
                 "first row's (\"1700000000\" at " +
-                Data("mixed_units.csv") + ":2, read as Unix epoch seconds)");
+                TraceData("mixed_units.csv") + ":2, read as Unix epoch seconds)");
 }
 
 TEST(ImportersTest, NumbersMixedWithDateTimesAreDetected) {
@@ -226,10 +211,10 @@ TEST(ImportersTest, UnsortedTimestampsAreCountedAndLoadTraceSorts) {
   Imported im = Import("azure_unsorted.csv");
   ASSERT_TRUE(im.report.ok());
   EXPECT_EQ(im.report->rows_out_of_order, 1u);
-  EXPECT_EQ(im.report->first_out_of_order, Data("azure_unsorted.csv") + ":3");
+  EXPECT_EQ(im.report->first_out_of_order, TraceData("azure_unsorted.csv") + ":3");
   EXPECT_DOUBLE_EQ(im.rows[1].arrival_s, -3.5);
   ImportReport report;
-  Result<Trace> trace = LoadTrace(Data("azure_unsorted.csv"), {}, &report);
+  Result<Trace> trace = LoadTrace(TraceData("azure_unsorted.csv"), {}, &report);
   ASSERT_TRUE(trace.ok());
   ASSERT_EQ(trace->requests.size(), 3u);
   EXPECT_EQ(trace->requests[0].input_tokens, 20u);
@@ -246,7 +231,7 @@ TEST(ImportersTest, FilesWithNoUsableRowsAreExplained) {
   Imported header_only = Import("azure_header_only.csv");
   ASSERT_FALSE(header_only.report.ok());
   EXPECT_EQ(header_only.report.error().message,
-            Data("azure_header_only.csv") + ": no usable rows (1 lines read)");
+            TraceData("azure_header_only.csv") + ": no usable rows (1 lines read)");
   ImportOptions options;
   options.skip_invalid = true;
   Imported none = Import("azure_no_usable.csv", options);
@@ -283,7 +268,7 @@ TEST(ImportersTest, OpenAiLogBodiesUsageAndStructuredOutput) {
   ASSERT_EQ(im.report->skipped.size(), 1u);
   EXPECT_EQ(
       im.report->skipped[0].first_message,
-      Data("openai_log.jsonl") +
+      TraceData("openai_log.jsonl") +
           ":4: no usage.completion_tokens and no \"max_tokens\" or \"max_completion_tokens\"");
 }
 
@@ -390,7 +375,7 @@ TEST(ImportersTest, MooncakeFastPathReadsEveryLineAsTheGeneralParser) {
     options.fast_paths = fast;
     Imported im = Import("mooncake_broken.jsonl", options);
     ASSERT_FALSE(im.report.ok());
-    EXPECT_EQ(im.report.error().message, Data("mooncake_broken.jsonl") + ":2: not valid JSON");
+    EXPECT_EQ(im.report.error().message, TraceData("mooncake_broken.jsonl") + ":2: not valid JSON");
   }
 }
 
@@ -571,7 +556,7 @@ Result<ImportReport> Buffer(const std::string& text, const std::string& name,
 }
 
 TEST(ImportersTest, ShareGptWithAByteOrderMarkReadsAsWithout) {
-  const std::string plain = ReadFile(Data("sharegpt_small.json")).value();
+  const std::string plain = ReadFile(TraceData("sharegpt_small.json")).value();
   std::vector<TraceRequest> without, with;
   Result<ImportReport> a = Buffer(plain, "s.json", &without);
   Result<ImportReport> b = Buffer("\xEF\xBB\xBF" + plain, "s.json", &with);
@@ -583,7 +568,7 @@ TEST(ImportersTest, ShareGptWithAByteOrderMarkReadsAsWithout) {
 }
 
 TEST(ImportersTest, TruncatedShareGptSaysWhereTheJsonEnds) {
-  const std::string plain = ReadFile(Data("sharegpt_small.json")).value();
+  const std::string plain = ReadFile(TraceData("sharegpt_small.json")).value();
   const std::string cut =
       plain.substr(0, 200);  // inside a string of the first conversation, line 5
   Result<ImportReport> r = Buffer(cut, "cut.json", nullptr);
@@ -632,7 +617,7 @@ TEST(ImportersTest, ShareGptRowsAsJsonlAreShareGpt) {
   ASSERT_TRUE(lines.ok()) << lines.error().message;
   EXPECT_EQ(lines->format, TraceFormat::kShareGpt);
   EXPECT_FALSE(lines->arrivals_known);
-  ASSERT_TRUE(Buffer(ReadFile(Data("sharegpt_small.json")).value(), "s.json", &from_array).ok());
+  ASSERT_TRUE(Buffer(ReadFile(TraceData("sharegpt_small.json")).value(), "s.json", &from_array).ok());
   ASSERT_EQ(from_lines.size(), from_array.size());
   for (std::size_t i = 0; i < from_lines.size(); ++i) {
     from_lines[i].source_line = from_array[i].source_line = 0;
@@ -686,7 +671,7 @@ TEST(ImportersTest, WhitespaceOnlyLinesAreBlankLinesAndNoted) {
 }
 
 TEST(ImportersTest, BurstGptRowCutInsideItsLastColumnIsReported) {
-  const std::string whole = ReadFile(Data("burstgpt_sessions.csv")).value();
+  const std::string whole = ReadFile(TraceData("burstgpt_sessions.csv")).value();
   ASSERT_EQ(whole.back(), '\n');
   Result<ImportReport> ok = Buffer(whole, "b.csv", nullptr);
   ASSERT_TRUE(ok.ok()) << ok.error().message;

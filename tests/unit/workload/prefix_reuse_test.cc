@@ -18,9 +18,12 @@
 #include "core/rng.h"
 #include "workload/fingerprint.h"
 #include "workload/importers.h"
+#include "support/test_data.h"
 
 namespace bakeoff::workload {
 namespace {
+
+using bakeoff::testing::SharedDir;
 
 TEST(PrefixReuseTest, ChainSemantics) {
   PrefixReuseCounter c(512);
@@ -80,12 +83,6 @@ TEST(PrefixReuseTest, PushCountsExactlyAsAddAndAnIndependentCount) {
   mixed.Push(a, 1500);
   EXPECT_EQ(mixed.Add(a, 1500), 1500u);
   EXPECT_EQ(mixed.served_tokens(), 1500u);
-}
-
-std::filesystem::path SharedDir() {
-  if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
-  // BAKEOFF_TESTDATA_DIR is <repo>/tests/testdata; the shared folder sits beside the repository.
-  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() / "shared";
 }
 
 TEST(PrefixReuseTest, MooncakeTraceMatchesAnIndependentCount) {

@@ -23,9 +23,12 @@
 #include "core/rng.h"
 #include "support/timing.h"
 #include "workload/trace_jsonl.h"
+#include "support/test_data.h"
 
 namespace bakeoff::workload {
 namespace {
+
+using bakeoff::testing::SharedDir;
 
 // The tolerances of docs/workloads.md, "Synthesis".
 constexpr double kRateTolerance = 0.05;         // relative
@@ -43,12 +46,6 @@ constexpr double kPeakToMeanLongTolerance = 0.10;
 constexpr double kDiurnalShareTolerance =
     0.03;  // total variation distance of the hour-of-day shares
 constexpr double kDiurnalPeakToTroughTolerance = 0.15;  // relative, busiest / quietest hour of day
-
-std::filesystem::path SharedDir() {
-  if (const char* env = std::getenv("BAKEOFF_SHARED_DIR")) return env;
-  return std::filesystem::path(BAKEOFF_TESTDATA_DIR).parent_path().parent_path().parent_path() /
-         "shared";
-}
 
 std::string Jsonl(const Trace& t) {
   std::string out = FormatTraceHeader(t) + "\n";

@@ -24,36 +24,18 @@
 #include "core/file.h"
 #include "workload/importers.h"
 #include "support/scratch.h"
+#include "import_test_util.h"
 
 namespace bakeoff::workload {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Data(const std::string& name) {
-  return std::string(BAKEOFF_TESTDATA_DIR) + "/traces/" + name;
-}
-
 fs::path Scratch() {
   const fs::path dir =
       bakeoff::testing::ScratchRoot() / fmt::format("bakeoff_trace_input_{}", ::getpid());
   fs::create_directories(dir);
   return dir;
-}
-
-struct Imported {
-  Result<ImportReport> report = MakeError(ErrorCode::kInternal, "not run");
-  std::vector<TraceRequest> rows;
-  std::vector<std::uint32_t> blocks;
-};
-
-Imported Import(const std::string& path, const ImportOptions& options) {
-  Imported out;
-  out.report = ImportTraceFile(path, options, [&out](const TraceRequest& r, std::uint32_t block) {
-    out.rows.push_back(r);
-    out.blocks.push_back(block);
-  });
-  return out;
 }
 
 // Writes `bytes` into a pipe from another thread while `read` runs with the pipe's read end.
@@ -80,14 +62,14 @@ Imported ThroughPipe(const std::string& bytes, Read&& read) {
 }
 
 Imported ViaDevFd(const std::string& bytes, const ImportOptions& options) {
-  return ThroughPipe(bytes, [&](int fd) { return Import(fmt::format("/dev/fd/{}", fd), options); });
+  return ThroughPipe(bytes, [&](int fd) { return ImportPath(fmt::format("/dev/fd/{}", fd), options); });
 }
 
 Imported ViaStdin(const std::string& bytes, const ImportOptions& options) {
   return ThroughPipe(bytes, [&](int fd) {
     const int saved = ::dup(STDIN_FILENO);
     ::dup2(fd, STDIN_FILENO);
-    Imported out = Import("-", options);
+    Imported out = ImportPath("-", options);
     ::dup2(saved, STDIN_FILENO);
     ::close(saved);
     return out;
@@ -133,7 +115,7 @@ void ExpectSame(const Imported& plain, const Imported& other, const std::string&
 }
 
 void ExpectEveryWayReadsTheSame(const std::string& path, const ImportOptions& options) {
-  const Imported plain = Import(path, options);
+  const Imported plain = ImportPath(path, options);
   ASSERT_TRUE(plain.report.ok()) << path << ": " << plain.report.error().message;
   ASSERT_GT(plain.rows.size(), 0u);
   const std::string bytes = ReadFile(path).value();
@@ -141,7 +123,7 @@ void ExpectEveryWayReadsTheSame(const std::string& path, const ImportOptions& op
   ExpectSame(plain, ViaDevFd(bytes, options), path + " through a pipe");
   for (const std::string tool : {"gzip", "zstd"}) {
     const std::string packed = Compressed(tool, path);
-    const Imported unpacked = Import(packed, options);
+    const Imported unpacked = ImportPath(packed, options);
     ExpectSame(plain, unpacked, packed);
     ASSERT_TRUE(unpacked.report.ok());
     EXPECT_NE(std::find(unpacked.report->notes.begin(), unpacked.report->notes.end(),
@@ -158,21 +140,21 @@ TEST(TraceInputTest, EveryImporterReadsStdinPipesGzipAndZstdAsThePlainFile) {
     SCOPED_TRACE(name);
     ImportOptions options;
     options.skip_invalid = true;  // openai_log.jsonl has a row to skip; the counts must agree too
-    ExpectEveryWayReadsTheSame(Data(name), options);
+    ExpectEveryWayReadsTheSame(TraceData(name), options);
   }
   ImportOptions generic;
   generic.format = TraceFormat::kCsv;
   generic.columns = *ParseCsvColumns(
       "time=ts_ms,input=prompt,output=completion,group=tenant,model=lora,structured=json");
-  ExpectEveryWayReadsTheSame(Data("generic.csv"), generic);
+  ExpectEveryWayReadsTheSame(TraceData("generic.csv"), generic);
   // With an explicit format too (`--format` given with a pipe).
   ImportOptions mooncake;
   mooncake.format = TraceFormat::kMooncake;
-  ExpectEveryWayReadsTheSame(Data("mooncake_small.jsonl"), mooncake);
+  ExpectEveryWayReadsTheSame(TraceData("mooncake_small.jsonl"), mooncake);
   // Skipped rows are counted the same way.
   ImportOptions skip;
   skip.skip_invalid = true;
-  ExpectEveryWayReadsTheSame(Data("mooncake_broken.jsonl"), skip);
+  ExpectEveryWayReadsTheSame(TraceData("mooncake_broken.jsonl"), skip);
 }
 
 TEST(TraceInputTest, TheRealTracesReadTheSameCompressedAndPiped) {
@@ -204,7 +186,7 @@ TEST(TraceInputTest, HeadDoesNotConsumeAndConcatenatedGzipMembersReadAsOne) {
 }
 
 TEST(TraceInputTest, TruncatedOrCorruptCompressedInputIsRefusedWithWhere) {
-  const std::string path = Data("mooncake_small.jsonl");
+  const std::string path = TraceData("mooncake_small.jsonl");
   for (const std::string tool : {"gzip", "zstd"}) {
     const std::string packed = ReadFile(Compressed(tool, path)).value();
     const std::string cut = packed.substr(0, packed.size() - 6);
@@ -238,12 +220,12 @@ TEST(TraceInputTest, OtherCompressionsAndFoldersAreRefusedWithAClearMessage) {
   EXPECT_NE(xz.error().message.find("t.csv.xz: the content is xz-compressed"), std::string::npos)
       << xz.error().message;
   EXPECT_NE(xz.error().message.find("xz -dc FILE | bakeoff fingerprint -"), std::string::npos);
-  const Imported folder = Import(Scratch().string(), {});
+  const Imported folder = ImportPath(Scratch().string(), {});
   ASSERT_FALSE(folder.report.ok());
   EXPECT_EQ(folder.report.error().code, ErrorCode::kInvalidInput);
   EXPECT_NE(folder.report.error().message.find("is a folder"), std::string::npos)
       << folder.report.error().message;
-  const Imported missing = Import("/nonexistent/trace.csv.gz", {});
+  const Imported missing = ImportPath("/nonexistent/trace.csv.gz", {});
   ASSERT_FALSE(missing.report.ok());
   EXPECT_NE(missing.report.error().message.find("/nonexistent/trace.csv.gz: cannot open"),
             std::string::npos);
