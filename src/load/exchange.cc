@@ -173,26 +173,27 @@ void Exchange::KeepUsage(const dialect::Usage& usage) {
 
 void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail) {
   record_.finished = at;
-  const std::string where = fmt::format("request #{}", record_.id);
+  // Formatted only on the way to a failure: most requests end well.
+  const auto where = [this] { return fmt::format("request #{}", record_.id); };
   if (end != net::TransportEnd::kComplete) {
     // Everything a stream promises had arrived; a reset after [DONE] loses nothing.
     if (end == net::TransportEnd::kReset && saw_done_ && stream_error_.empty()) {
       return Finish(Outcome::kOk, "");
     }
     return Finish(OutcomeForTransport(end),
-                  fmt::format("{}: {}: {}", where, net::TransportEndName(end), detail));
+                  fmt::format("{}: {}: {}", where(), net::TransportEndName(end), detail));
   }
   if (!success_status_) {
     // Redacted before decoding: the message is cut to a length, which could split the secret.
     const std::string body = net::RedactSecret(body_, secret_);
     const std::string message = dialect::DecodeErrorMessage(body).value_or(body);
     return Finish(Outcome::kHttpError,
-                  fmt::format("{}: HTTP {}: {}", where, record_.http_status, message));
+                  fmt::format("{}: HTTP {}: {}", where(), record_.http_status, message));
   }
   if (!streaming_) {
     Result<dialect::CompletionResponse> response = dialect::DecodeResponse(api_, body_);
     if (!response.ok()) {
-      return Finish(Outcome::kMalformedStream, where + ": " + response.error().message);
+      return Finish(Outcome::kMalformedStream, where() + ": " + response.error().message);
     }
     const dialect::CompletionResponse& r = response.value();
     record_.first_token = record_.last_token = at;
@@ -213,18 +214,18 @@ void Exchange::OnEnd(MonoTime at, net::TransportEnd end, std::string_view detail
     ndjson_.Finish(&lines_);  // a last line without its LF
     for (const std::string& line : lines_) {
       if (Status handled = OnPayload(at, line); !handled.ok()) {
-        return Finish(Outcome::kMalformedStream, where + ": " + handled.error().message);
+        return Finish(Outcome::kMalformedStream, where() + ": " + handled.error().message);
       }
     }
   } else if (sse_.Finish() && !saw_done_) {
-    return Finish(Outcome::kTruncated, where + ": stream ended in the middle of an event");
+    return Finish(Outcome::kTruncated, where() + ": stream ended in the middle of an event");
   }
   if (!stream_error_.empty()) {
-    return Finish(Outcome::kStreamError, where + ": error inside the stream: " + stream_error_);
+    return Finish(Outcome::kStreamError, where() + ": error inside the stream: " + stream_error_);
   }
   // A route without an end marker (Triton's generate_stream) is complete when its body is.
   if (dialect::StreamHasEndMarker(api_) && !saw_done_ && record_.finish_reason.empty()) {
-    return Finish(Outcome::kTruncated, fmt::format("{}: stream ended without {}", where, EndMarker(api_)));
+    return Finish(Outcome::kTruncated, fmt::format("{}: stream ended without {}", where(), EndMarker(api_)));
   }
   Finish(Outcome::kOk, "");
 }

@@ -31,8 +31,7 @@ ClientState::ClientState(EventLoop& loop, Endpoint endpoint_in, ClientOptions op
       endpoint(std::move(endpoint_in)),
       options(std::move(options_in)),
       clock(clock_in),
-      clock_is_steady(dynamic_cast<const SteadyClock*>(&clock_in) != nullptr),
-      read_scratch(kPlainReadBytes) {
+      clock_is_steady(dynamic_cast<const SteadyClock*>(&clock_in) != nullptr) {
   error_code ec;
   const asio::ip::address address = asio::ip::make_address(endpoint.host, ec);
   if (!endpoint.unix_socket.empty()) {

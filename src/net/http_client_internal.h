@@ -96,6 +96,12 @@ using StreamEndpoint = asio::generic::stream_protocol::endpoint;
 using boost::system::error_code;
 using BeastStringView = boost::beast::string_view;
 
+// A plain connection's reads start at a page (a stream's events are small, and ten thousand
+// streams each hold their buffer) and double while a read fills them, up to 64 KiB. Each
+// connection reads into its own buffer because Asio's reads then need no readiness wait: a
+// socket the last read drained is waited on without an epoll_ctl call, which a wait_read costs
+// on every wait.
+constexpr std::size_t kFirstPlainReadBytes = 4 * 1024;
 constexpr std::size_t kPlainReadBytes = 64 * 1024;
 constexpr std::size_t kTlsReadBytes = 16 * 1024;  // one TLS record
 
@@ -136,7 +142,6 @@ struct ClientState {
   std::vector<StreamEndpoint> resolved;
   std::optional<tcp::resolver> resolver;
   std::string fixed_headers;  // Host, User-Agent, Authorization: the same on every request
-  std::vector<char> read_scratch;
   std::vector<std::shared_ptr<Connection>> idle;  // LIFO: the most recently used is reused first
   std::vector<std::shared_ptr<Connection>> busy;
   std::size_t connections_opened = 0;
@@ -230,7 +235,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // http_client_response.cc
   void Read();
-  void OnReadable(const error_code& ec);
   void OnData(const error_code& ec, const char* data, std::size_t size);
   void Consume(const char* data, std::size_t size);
   void OnEof();
@@ -279,7 +283,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ResponseHead head_;
   MonoTime read_at_{};
   std::string pending_;  // bytes read but not yet consumed by the parser
-  std::vector<char> tls_buffer_;
+  std::vector<char> read_buffer_;  // the pending read's; kept while pooled
+  bool last_read_filled_ = false;
   std::string handler_error_;
   std::uint64_t body_bytes_ = 0;
 };

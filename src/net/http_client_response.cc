@@ -1,11 +1,10 @@
 // net/http_client_response.cc
 //
-// Owns: response reading and parsing: the reads (plain: a readiness wait, then a non-blocking
-// read into the client's scratch buffer; TLS: through the stream's per-connection buffer), the
-// Beast parser's callbacks (status line, header fields, the head to the handler, de-chunked body
-// pieces to the handler as parsed), interim 1xx responses, content-length, chunked and
-// until-close bodies, the header and body limits, and how a read, the end of the connection or a
-// parse error ends the request.
+// Owns: response reading and parsing: the reads (into the connection's own buffer, which grows
+// while reads fill it), the Beast parser's callbacks (status line, header fields, the head to the
+// handler, de-chunked body pieces to the handler as parsed), interim 1xx responses,
+// content-length, chunked and until-close bodies, the header and body limits, and how a read,
+// the end of the connection or a parse error ends the request.
 // Does not own: whether the connection is pooled after the response (http_client_pool.cc), the
 // first-byte and idle deadlines (http_client_deadlines.cc). Shared declarations:
 // net/http_client_internal.h.
@@ -68,43 +67,27 @@ void Connection::ResetParser() {
 }
 
 void Connection::Read() {
-  if (tls_) {
-    if (FaultFires()) {
-      PostFinish(TransportEnd::kReset, "injected fault while reading the response");
-      return;
-    }
-    if (tls_buffer_.empty()) tls_buffer_.resize(kTlsReadBytes);
-    tls_->async_read_some(asio::buffer(tls_buffer_), [self = shared_from_this(), gen = gen_](
-                                                         const error_code& ec, std::size_t bytes) {
-      if (self->Current(gen)) {
-        self->OnData(ec, self->tls_buffer_.data(), bytes);
-      }
-    });
-    return;
-  }
-  plain_->async_wait(StreamSocket::wait_read,
-                     [self = shared_from_this(), gen = gen_](const error_code& ec) {
-                       if (self->Current(gen)) self->OnReadable(ec);
-                     });
-}
-
-void Connection::OnReadable(const error_code& ec) {
-  if (ec) {
-    FailIo(ec, "waiting for the response");
-    return;
-  }
   if (FaultFires()) {
-    Finish(TransportEnd::kReset, "injected fault while reading the response", false);
+    PostFinish(TransportEnd::kReset, "injected fault while reading the response");
     return;
   }
-  std::vector<char>& scratch = client_->read_scratch;
-  error_code read_ec;
-  const std::size_t bytes = plain_->read_some(asio::buffer(scratch), read_ec);
-  if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) {
-    Read();  // spurious wake-up
-    return;
+  // A read that filled the buffer had more waiting: a bulk body, read in larger pieces.
+  const std::size_t largest = tls_ ? kTlsReadBytes : kPlainReadBytes;
+  if (read_buffer_.empty()) {
+    read_buffer_.resize(tls_ ? kTlsReadBytes : kFirstPlainReadBytes);
+  } else if (last_read_filled_ && read_buffer_.size() < largest) {
+    read_buffer_.resize(std::min(largest, 2 * read_buffer_.size()));
   }
-  OnData(read_ec, scratch.data(), bytes);
+  auto on_read = [self = shared_from_this(), gen = gen_](const error_code& ec, std::size_t bytes) {
+    if (!self->Current(gen)) return;
+    self->last_read_filled_ = bytes == self->read_buffer_.size();
+    self->OnData(ec, self->read_buffer_.data(), bytes);
+  };
+  if (tls_) {
+    tls_->async_read_some(asio::buffer(read_buffer_), std::move(on_read));
+  } else {
+    plain_->async_read_some(asio::buffer(read_buffer_), std::move(on_read));
+  }
 }
 
 void Connection::OnData(const error_code& ec, const char* data, std::size_t size) {
