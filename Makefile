@@ -22,7 +22,7 @@ BENCH_PACKAGES := jq time
 BENCH_OPTIONAL_PACKAGES := nginx
 
 JOBS ?= $(shell nproc)
-# The sanitizer suite keeps one more test running than there are cores for every two: its tests
+# The sanitizer suite runs half again as many tests at once as there are cores: its tests
 # wait on sockets, deadlines and child processes for about a quarter of their time (at -j 2 on 2
 # cores they used 72% of the CPU), and none of them is wall-clock-sensitive (those are label timing).
 ASAN_TEST_JOBS ?= $(shell echo $$(( $(JOBS) + ($(JOBS) + 1) / 2 )))
