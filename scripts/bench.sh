@@ -25,7 +25,10 @@
 #   the closed-loop macro runs, default 8), BAKEOFF_BENCH_REPEAT (runs of each repeated figure,
 #   default 3), BAKEOFF_BENCH_KEEP=1 (keep the work folder), BENCH_REPORT_REQUESTS (default
 #   1,000,000), BENCH_SOAK_SECONDS (default 1800), BENCH_SOAK_SAMPLE_SECONDS (default 5), BENCH_TWIN_URL (twin:
-#   a server on loopback) and BENCH_TWIN_WHAT (twin: the engine's build, model and flags, in words).
+#   a server on loopback), BENCH_TWIN_WHAT (twin: the engine's build, model and flags, in words),
+#   BENCH_BASELINE_BAKEOFF (macro: an earlier commit's bakeoff binary, whose client (b) runs in
+#   turn with this one's; the note under (b) in docs/BENCHMARKS.md says how to build one) and
+#   BENCH_BASELINE_WHAT (macro: that commit, in words).
 # Time and disk: micro + macro ~4 min; workload ~2.5 min and ~1.7 GB under TMPDIR; emulator ~2 min;
 #   report ~5 min and ~3 GB; twin ~15 min; soak BENCH_SOAK_SECONDS plus a minute and ~0.8 KB per request. To try
 #   one section: BENCH_ONLY=workload BAKEOFF_BENCH_DOC=/tmp/b.md scripts/bench.sh build/release

@@ -4,7 +4,10 @@
 # slow emulator holding 10,000 streams, and nginx serving a prerendered stream (when installed).
 # Each run's figures are facts (scripts/bench_lib.sh) keyed by the figure: (a) token events/s,
 # (b) short requests/s, (d) send lag at 2,000/s, (e) TTFT at 256 (and e1, its concurrency-1
-# baseline; n, the same against nginx), (c) 10,000 open streams (c_base: 100). The run parameters
+# baseline; n, the same against nginx), (c) 10,000 open streams (c_base: 100), and, when
+# BENCH_BASELINE_BAKEOFF names an earlier commit's binary (BENCH_BASELINE_WHAT: which, in words),
+# b_base: (b) with that client, its runs taken in turn with (b)'s on the same server, so a fall of
+# the client is told from the machine's speed, which moves by a third between runs. The run parameters
 # are the section's scenarios in bench/benchmarks.yaml. Every run is checked (all requests ok with
 # the expected output tokens; (d) its offered rate; (c) every stream open at once); a run that
 # fails a check is a failure and records no figures.
@@ -38,17 +41,20 @@ start_emulator() {
   fact "$section" "$key" "$shown emulate --host 127.0.0.1 --port 0 $*"
 }
 
-# run_client FIGURE EXPECTED_TOKENS BENCH-ARGS...: one `bakeoff bench` against server_url with one
-# client thread, checked (every request ok with EXPECTED_TOKENS output tokens); returns 1 (after
-# recording a failure) otherwise. Sets out, summary, and what record_client records.
+# run_client FIGURE EXPECTED_TOKENS BENCH-ARGS...: one `bakeoff bench` (the binary in `client`,
+# shown in commands as `client_shown`) against server_url with one client thread, checked (every
+# request ok with EXPECTED_TOKENS output tokens); returns 1 (after recording a failure) otherwise.
+# Sets out, summary, and what record_client records.
+client=$bakeoff
+client_shown=$shown
 run_client() {
   local figure=$1 tokens=$2
   shift 2
   out=$work/$figure.$RANDOM
   summary=$out/summary.json
-  local cmd=("$bakeoff" bench --url "$server_url" --workers 1 --no-calibrate --out "$out" "$@")
+  local cmd=("$client" bench --url "$server_url" --workers 1 --no-calibrate --out "$out" "$@")
   shown_cmd="${cmd[*]}"
-  shown_cmd=${shown_cmd/#$bakeoff/$shown}
+  shown_cmd=${shown_cmd/#$client/$client_shown}
   shown_cmd=${shown_cmd//$out/\$WORK/$figure}
   local server_before wall_before wall_after stat_before stat_after rc=0
   server_before=$(cpu_seconds "$server_pid")
@@ -151,9 +157,19 @@ for r in $(seq 1 "$repeat"); do
   fact "$section" a.events "$events"
   fact "$section" a.all_events "$all_events"
 done
+baseline=${BENCH_BASELINE_BAKEOFF:-}
+if [ -n "$baseline" ]; then
+  [ -x "$baseline" ] || { failure "$section" "BENCH_BASELINE_BAKEOFF=$baseline is not an executable"; exit 1; }
+  fact_text "$section" macro.baseline_what "${BENCH_BASELINE_WHAT:-$baseline}"
+fi
 for r in $(seq 1 "$repeat"); do
   log "(b) short requests/s, run $r/$repeat"
   if run_client b "$b_tokens" $b_args --duration "${seconds}s"; then record_client b; fi
+  [ -n "$baseline" ] || continue
+  log "(b) short requests/s with the baseline client, run $r/$repeat"
+  client=$baseline client_shown=BASELINE
+  if run_client b_base "$b_tokens" $b_args --duration "${seconds}s"; then record_client b_base; fi
+  client=$bakeoff client_shown=$shown
 done
 for r in $(seq 1 "$repeat"); do
   log "(d) send lag at $d_rate requests/s, run $r/$repeat"
