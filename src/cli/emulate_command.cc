@@ -96,6 +96,7 @@ struct EmulateFlags {
   bool fault_ignore_stop = false;
   bool fault_cut_utf8 = false;
   bool no_metrics = false;
+  bool no_pooling = false;
   std::string answers_file;
   // Engine flags the user typed (their long names), so only they override a preset.
   std::set<std::string> given;
@@ -303,6 +304,7 @@ int RunEmulate(const EmulateFlags& f) {
   config.faults.cut_utf8 = f.fault_cut_utf8;
   config.not_ready_status = f.not_ready_status;
   config.no_metrics = f.no_metrics;
+  config.no_pooling = f.no_pooling;
   config.faults.seed = engine->seed;  // --seed, or the preset's seed
   config.log = [&out](std::string_view line) { out.Write(line); };
   config.on_crash = [] {
@@ -537,6 +539,8 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
                     "Fault: text cut inside multibyte UTF-8 characters: every streamed token, error messages and "
                     "an extra /v1/models id (the raw bytes are not UTF-8)");
   command->add_flag("--no-metrics", flags->no_metrics, "GET /metrics answers 404");
+  command->add_flag("--no-pooling", flags->no_pooling,
+                    "POST /v1/embeddings, /v1/rerank and /rerank answer 404 (no pooling routes)");
   command->add_option(
       "--answers", flags->answers_file,
       "JSONL of {\"prompt\",\"answer\"}: a request with that prompt (completions) or "

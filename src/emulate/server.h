@@ -144,6 +144,9 @@ struct EmulatorConfig {
   int not_ready_status = 503;
   // GET /metrics answers 404 (an engine without a metrics endpoint).
   bool no_metrics = false;
+  // POST /v1/embeddings, /v1/rerank and /rerank answer 404 (an engine serving a generative model,
+  // whose pooling routes are absent).
+  bool no_pooling = false;
   // --answers: a request whose answer key (openai_api.h GenerationSpec::answer_key) is in the
   // table outputs that answer (finish_reason "stop" when it fits max_tokens). Empty = none.
   AnswerTable answers;

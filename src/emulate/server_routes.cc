@@ -103,6 +103,7 @@ void Connection::OnRequest(Request& request) {
     const Endpoint endpoint = path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletions;
     BeginGeneration(ParseGenerationRequest(endpoint, request.body(), server_.served()));
   } else if (const std::optional<Wire> pooling = MatchPoolingRoute(path)) {
+    if (server_.config().no_pooling) return SendError(NotFound("Not Found"));
     if (!expect(http::verb::post) || !AdmitGeneration(loading)) return;
     BeginGeneration(ParsePoolingRequest(*pooling, request.body(), server_.served()));
   } else if (const std::optional<NativeRoute> native = MatchNativeRoute(path)) {

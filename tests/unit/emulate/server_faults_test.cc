@@ -489,6 +489,24 @@ TEST(EmulatorFaultTest, NoMetricsAnswers404) {
   EXPECT_EQ(Fetch(server->port(), "GET", "/health").status, 200);
 }
 
+// An engine without pooling routes: every one of them is 404 (as for any path it does not serve),
+// while generation still answers; without the flag the same requests are served.
+TEST(EmulatorFaultTest, NoPoolingAnswers404OnEveryPoolingRoute) {
+  const std::string embed = R"({"input":["one text","another"]})";
+  const std::string rerank = R"({"query":"which","documents":["a text","b text"]})";
+  for (bool no_pooling : {true, false}) {
+    EmulatorConfig config = FaultsConfig();
+    config.no_pooling = no_pooling;
+    auto server = StartOrDie(config);
+    ASSERT_TRUE(server);
+    const int expected = no_pooling ? 404 : 200;
+    EXPECT_EQ(Fetch(server->port(), "POST", "/v1/embeddings", embed).status, expected) << no_pooling;
+    EXPECT_EQ(Fetch(server->port(), "POST", "/v1/rerank", rerank).status, expected) << no_pooling;
+    EXPECT_EQ(Fetch(server->port(), "POST", "/rerank", rerank).status, expected) << no_pooling;
+    EXPECT_EQ(Fetch(server->port(), "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status, 200);
+  }
+}
+
 std::string CompletionText(std::uint16_t port, const std::string& body) {
   HttpResponse response = Fetch(port, "POST", "/v1/completions", body);
   EXPECT_EQ(response.status, 200) << response.body;
