@@ -70,7 +70,8 @@ DispatchOrder Dispatcher::Order(std::uint64_t id, MonoTime at, measure::Phase ph
   order.at = at;
   order.phase = phase;
   const bool trace = step_.mode == LoopMode::kTrace;
-  order.prompt_tokens_planned = trace ? step_.trace->requests[id].input_tokens : run_.shape.prompt_tokens;
+  order.prompt_tokens_planned = static_cast<std::uint32_t>(
+      PlannedPromptTokens(run_, trace ? step_.trace->requests[id].input_tokens : run_.shape.prompt_tokens));
   order.continues_session = trace && trace_plan_->next_turn[id] >= 0;
   if (order.continues_session) {
     // The next turn carries the conversation so far: this turn's history and its user message.

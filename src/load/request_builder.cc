@@ -51,20 +51,34 @@ void ApplyVariant(const RunSpec& run, std::uint32_t step, std::uint64_t seed, di
   if (!run.target.lora_adapters.empty()) request.model = DrawAdapter(run.target, seed);
 }
 
+// The texts of a pooling request of `run.shape.batch` inputs, `words` words each: an embeddings
+// request's texts, or a rerank's query (its prompt) and documents. Each text has its own seed.
+void FillPoolingInputs(const RunSpec& run, const PromptText& prompts, std::uint32_t words, std::uint64_t seed,
+                       dialect::GenerationRequest& request) {
+  if (request.api != dialect::Api::kEmbeddings) request.prompt = prompts.Build(words, seed);
+  for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, run.shape.batch); ++i) {
+    request.inputs.push_back(prompts.Build(words, seed ^ ((i + 1) * 0x9e3779b97f4a7c15ULL)));
+  }
+}
+
 }  // namespace
+
+std::uint64_t PlannedPromptTokens(const RunSpec& run, std::uint32_t tokens_per_text) {
+  if (dialect::ApiGenerates(run.target.request.api)) return tokens_per_text;
+  const std::uint64_t inputs = std::max<std::uint32_t>(1, run.shape.batch);
+  // A rerank pairs the query with each document, as an engine's usage counts it.
+  return run.target.request.api == dialect::Api::kEmbeddings ? inputs * tokens_per_text : 2 * inputs * tokens_per_text;
+}
 
 dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const PromptText& prompts,
                                                  std::uint32_t step, std::uint64_t id) {
   dialect::GenerationRequest request = run.target.request;
   const std::uint64_t seed = RequestSeed(run.seed, SeedStep(run, step), id);
   const std::uint32_t words = PromptWords(run.shape.prompt_tokens, run.target.prompt_sizing);
-  // An embeddings request sends only its texts; every other request (a rerank's query) its prompt.
-  if (request.api != dialect::Api::kEmbeddings) request.prompt = prompts.Build(words, seed);
-  if (!dialect::ApiGenerates(request.api)) {
-    // Each text of a batch (rerank: each document, the prompt being the query) has its own seed.
-    for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, run.shape.batch); ++i) {
-      request.inputs.push_back(prompts.Build(words, seed ^ ((i + 1) * 0x9e3779b97f4a7c15ULL)));
-    }
+  if (dialect::ApiGenerates(request.api)) {
+    request.prompt = prompts.Build(words, seed);
+  } else {
+    FillPoolingInputs(run, prompts, words, seed, request);
   }
   request.max_tokens = run.shape.output_tokens;
   ApplyVariant(run, step, seed, request);
@@ -76,6 +90,15 @@ dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload:
                                              std::size_t item, History history) {
   const workload::TraceRequest& source = trace.requests[item];
   const std::uint64_t seed = RequestSeed(run.seed, SeedStep(run, step), item);
+  if (!dialect::ApiGenerates(run.target.request.api)) {
+    // A pooling request is its texts alone, each of the trace request's input length: no
+    // conversation, system prompt or output length.
+    dialect::GenerationRequest request = run.target.request;
+    FillPoolingInputs(run, prompts, PromptWords(source.input_tokens, run.target.prompt_sizing), seed, request);
+    if (source.model) request.model = *source.model;
+    ApplyVariant(run, step, seed, request);
+    return request;
+  }
   TracePrompt text = BuildTracePrompt(prompts, source, trace.block_tokens, run.target.prompt_sizing, seed);
   dialect::GenerationRequest request = run.target.request;
   request.system = std::move(text.system);

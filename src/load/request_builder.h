@@ -31,11 +31,17 @@ std::uint64_t RequestSeed(std::uint64_t run_seed, std::uint32_t step, std::uint6
 // are not drawn from the same numbers as any request's prompt (request 0's included).
 std::uint64_t ArrivalSeed(std::uint64_t run_seed, std::uint32_t step);
 
-// A request of the run's fixed shape with its own corpus text.
+// The prompt tokens a request of the run plans for texts of `tokens_per_text` tokens: the text
+// itself for a generation; a pooling request's every input (rerank: each document with the query).
+std::uint64_t PlannedPromptTokens(const RunSpec& run, std::uint32_t tokens_per_text);
+
+// A request of the run's fixed shape with its own corpus text (a pooling route: `shape.batch`
+// texts).
 dialect::GenerationRequest BuildSyntheticRequest(const RunSpec& run, const PromptText& prompts,
                                                  std::uint32_t step, std::uint64_t id);
 
-// Trace request `item`, after the real earlier turns of its session in `history`.
+// Trace request `item`, after the real earlier turns of its session in `history` (a pooling
+// route: `shape.batch` texts of the request's input length, no history).
 dialect::GenerationRequest BuildTraceRequest(const RunSpec& run, const workload::Trace& trace,
                                              const PromptText& prompts, std::uint32_t step,
                                              std::size_t item, History history);

@@ -5,6 +5,7 @@
 // server's counts exactly where the route reports them and the client's count (said so) where it
 // does not. The emulator's native routes are then loaded through the same codecs and must agree
 // with the emulator's own counters.
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -264,6 +265,10 @@ TEST(LoadKindsTest, EmbeddingsAndRerankCountInputsAndPromptTokens) {
     EXPECT_DOUBLE_EQ(summary["pooling"]["steps"][0]["inputs_per_s"].get<double>(),
                      4 * step["throughput"]["requests_per_s"].get<double>());
     EXPECT_TRUE(summary["fairness"]["unequal_work"].empty());
+    // The plan counts every input (a rerank's query once per document), as the server does.
+    const json& length = step["tokens"]["prompt_length"];
+    EXPECT_DOUBLE_EQ(length["planned_mean"].get<double>(), std::string(api) == "embeddings" ? 4 * 32 : 2 * 4 * 32);
+    EXPECT_LT(std::abs(length["deviation"].get<double>()), 0.1) << length.dump();
   }
   // Not on the simulator, which models no pooling step.
   const t::Finished simulate = t::RunBakeoff({"simulate", "--api", "embeddings", "--no-stream", "--requests", "5"});
