@@ -39,9 +39,11 @@ Result<run::SimulateConfig> BuildSimulateConfig(const LoadFlags& load, const Eng
   if (!setup.ok()) return setup.error();
   run::SimulateConfig config;
   config.run.target.request = setup->request;
-  if (!setup->variant.empty() || !dialect::ApiGenerates(setup->request.api)) {
-    return usage("the simulator models generation without grammars or adapters: --structured, --lora-adapters "
-                 "and --api embeddings/rerank need a server (bakeoff emulate, then bench)");
+  if (!setup->variant.empty()) {
+    return usage(
+        "the simulator models no grammars or adapters: --structured and --lora-adapters need a "
+        "server "
+        "(bakeoff emulate, then bench)");
   }
   // The server would answer any other name 404 (emulate/openai_request.cc): so must the simulator.
   std::string& model = config.run.target.request.model;

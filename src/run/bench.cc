@@ -396,6 +396,17 @@ void WriteSummary(nlohmann::json summary, nlohmann::json steps, BenchOutcome& ou
   }
 }
 
+nlohmann::json PoolingSummaryJson(dialect::Api api, std::uint32_t inputs_per_request,
+                                  const std::vector<analyze::StepAnalysis>& steps) {
+  nlohmann::json pooling = nlohmann::json::array();
+  for (const analyze::StepAnalysis& s : steps) {
+    pooling.push_back({{"step", s.label},
+                       {"inputs_per_request", inputs_per_request},
+                       {"inputs_per_s", s.request_rate_per_s * inputs_per_request}});
+  }
+  return {{"api", dialect::ApiName(api)}, {"steps", std::move(pooling)}};
+}
+
 Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
                               const std::function<void(const std::string&)>& log,
                               const std::function<void(std::size_t, const load::Progress&)>& on_tick) {
@@ -537,12 +548,8 @@ Result<BenchOutcome> RunBench(BenchConfig config, const std::atomic<bool>& stop,
   summary["fairness"] = FairnessJson(config, outcome.steps, outcome.notes, outcome.unequal_work);
   summary["variants"] = VariantsJson(config, outcome.steps, outcome.notes);
   if (!dialect::ApiGenerates(target.request.api)) {
-    nlohmann::json pooling = nlohmann::json::array();
-    for (const analyze::StepAnalysis& s : outcome.steps) {
-      pooling.push_back({{"step", s.label}, {"inputs_per_request", config.run.shape.batch},
-                         {"inputs_per_s", s.request_rate_per_s * config.run.shape.batch}});
-    }
-    summary["pooling"] = {{"api", dialect::ApiName(target.request.api)}, {"steps", std::move(pooling)}};
+    summary["pooling"] =
+        PoolingSummaryJson(target.request.api, config.run.shape.batch, outcome.steps);
   }
   WriteSummary(std::move(summary), std::move(steps), outcome, sink);
   return outcome;

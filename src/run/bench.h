@@ -123,6 +123,11 @@ nlohmann::json ScheduleIdentity(const nlohmann::json& flags, const workload::Tra
 // The fields every summary.json starts with: schema_version, tool, seed, config.
 nlohmann::json SummaryPreamble(std::uint64_t seed, const nlohmann::json& flags);
 
+// summary.json "pooling" of a pooling route's run: the api and, per step, the inputs (texts or
+// documents) per request and per second.
+nlohmann::json PoolingSummaryJson(dialect::Api api, std::uint32_t inputs_per_request,
+                                  const std::vector<analyze::StepAnalysis>& steps);
+
 // Completes `summary` with the fields every run ends with (interrupted, records_file unless it
 // names one already, records_write_failed, steps) and writes it atomically to outcome.summary_path. When it or some
 // record could not be written, outcome.summary_error says so; the outcome is still returned, so

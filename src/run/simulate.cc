@@ -14,8 +14,20 @@ namespace bakeoff::run {
 namespace {
 
 // What the emulated engine's tokenizer makes of a request (emulate/openai_api.h, "Prompt
-// tokens"): chat counts every message's content joined with newlines; completions the prompt.
+// tokens"): chat counts every message's content joined with newlines; completions the prompt. A
+// pooling request is one sequence of its texts' tokens, a rerank's query before each document
+// (emulate/pooling_api.h).
 std::vector<emulate::TokenId> PromptTokenIds(const dialect::GenerationRequest& request) {
+  if (!dialect::ApiGenerates(request.api)) {
+    const std::string query = request.api == dialect::Api::kRerank ? request.prompt : std::string();
+    std::vector<emulate::TokenId> ids;
+    for (const std::string& input : request.inputs) {
+      for (const std::string* text : {&query, &input}) {
+        for (emulate::TokenId id : emulate::TokenIds(*text)) ids.push_back(id);
+      }
+    }
+    return ids;
+  }
   std::string text;
   if (dialect::ApiTakesMessages(request.api)) {
     if (!request.system.empty()) text += request.system + "\n";
@@ -40,6 +52,7 @@ MonoTime At(Nanos since_t0) { return MonoTime(since_t0); }
 struct Pending {
   measure::Phase phase = measure::Phase::kMeasure;
   bool stream = true;
+  bool generates = true;  // false: a pooling request, whose one token is not an output
   std::uint32_t prompt_tokens_planned = 0;
   std::uint32_t max_tokens = 0;
   std::uint64_t output_seed = 0;
@@ -101,13 +114,18 @@ measure::RequestRecord ToRecord(const emulate::SimResult& r, const Pending& pend
     AddTokenInstants(r, record);
   } else {
     // A whole response: every instant is the end of its body, as load/exchange.cc records it.
-    record.first_token = record.first_answer_token = At(r.finished);
+    record.first_token = At(r.finished);
+    // A pooling answer has vectors or scores, no text: it has no answer token and no finish.
+    if (pending.generates) record.first_answer_token = At(r.finished);
   }
   record.last_token = At(r.finished);
   record.usage_prompt_tokens = static_cast<std::uint64_t>(r.prompt_tokens);
-  record.usage_completion_tokens = static_cast<std::uint64_t>(r.output_tokens);
   record.usage_cached_tokens = static_cast<std::uint64_t>(r.cached_tokens);
-  record.finish_reason = r.finish == emulate::FinishReason::kStop ? "stop" : "length";
+  // A pooling answer's usage counts no completion (dialect/pooling.h), and it has no finish.
+  record.usage_completion_tokens =
+      pending.generates ? static_cast<std::uint64_t>(r.output_tokens) : 0;
+  if (pending.generates)
+    record.finish_reason = r.finish == emulate::FinishReason::kStop ? "stop" : "length";
   return record;
 }
 
@@ -205,6 +223,7 @@ class StepSimulation final : public load::Sender {
     Pending pending;
     pending.phase = order.phase;
     pending.stream = request.stream;
+    pending.generates = dialect::ApiGenerates(request.api);
     pending.max_tokens = request.max_tokens;
     pending.prompt_tokens_planned = order.prompt_tokens_planned;
     pending.output_seed = request.seed.value_or(0);
@@ -213,9 +232,15 @@ class StepSimulation final : public load::Sender {
     sim.id = order.id;
     sim.arrival = order.at.time_since_epoch();
     sim.request.prompt = PromptTokenIds(request);
-    sim.request.max_tokens = request.max_tokens;
-    sim.request.min_tokens = request.min_tokens.value_or(0);
-    sim.request.ignore_eos = request.ignore_eos;
+    if (pending.generates) {
+      sim.request.max_tokens = request.max_tokens;
+      sim.request.min_tokens = request.min_tokens.value_or(0);
+      sim.request.ignore_eos = request.ignore_eos;
+    } else {
+      // As the emulated server reads a pooling request: one prefill that makes one token.
+      sim.request.max_tokens = 1;
+      sim.request.ignore_eos = true;
+    }
     sim.request.output_seed = pending.output_seed;
     // bench's client deadlines (net/http_client.h): a stream's headers come at once, then each
     // read may wait `idle`; a whole response's headers come with its body, within `first_byte`.
@@ -415,6 +440,10 @@ Result<BenchOutcome> RunSimulate(const SimulateConfig& config, const std::atomic
   summary["records_kept"] = {{"mode", RecordsKeptName(config.keep.mode)},
                              {"with_token_instants", config.keep.mode != RecordsKept::Mode::kNoTokens},
                              {"steps", kept}};
+  if (!dialect::ApiGenerates(config.run.target.request.api)) {
+    summary["pooling"] =
+        PoolingSummaryJson(config.run.target.request.api, config.run.shape.batch, outcome.steps);
+  }
   if (config.keep.mode == RecordsKept::Mode::kNone) {
     writer.value().reset();
     std::filesystem::remove(outcome.records_path, ec);

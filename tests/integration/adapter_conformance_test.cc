@@ -270,9 +270,29 @@ TEST(LoadKindsTest, EmbeddingsAndRerankCountInputsAndPromptTokens) {
     EXPECT_DOUBLE_EQ(length["planned_mean"].get<double>(), std::string(api) == "embeddings" ? 4 * 32 : 2 * 4 * 32);
     EXPECT_LT(std::abs(length["deviation"].get<double>()), 0.1) << length.dump();
   }
-  // Not on the simulator, which models no pooling step.
-  const t::Finished simulate = t::RunBakeoff({"simulate", "--api", "embeddings", "--no-stream", "--requests", "5"});
-  EXPECT_EQ(simulate.exit_code, 2) << simulate.output;
+}
+
+TEST(LoadKindsTest, TheSimulatorPrefillsAPoolingRequestsInputsAsOneSequence) {
+  for (const char* api : {"embeddings", "rerank"}) {
+    SCOPED_TRACE(api);
+    const std::filesystem::path out = FreshScratchDir(std::string("sim_pool_") + api);
+    const t::Finished simulate =
+        t::RunBakeoff({"simulate", "--api", api, "--no-stream", "--batch", "4", "--requests", "10",
+                       "--concurrency", "2", "--prompt-tokens", "32", "--out", out.string()});
+    ASSERT_EQ(simulate.exit_code, 0) << simulate.output;
+    const json summary = json::parse(std::ifstream(out / "summary.json"));
+    const json& step = summary["steps"][0];
+    EXPECT_EQ(step["requests"]["outcomes"]["ok"], 10);
+    EXPECT_DOUBLE_EQ(summary["pooling"]["steps"][0]["inputs_per_s"].get<double>(),
+                     4 * step["throughput"]["requests_per_s"].get<double>());
+    // Every input's tokens, a rerank's query before each document, and no output.
+    const json& length = step["tokens"]["prompt_length"];
+    EXPECT_DOUBLE_EQ(length["planned_mean"].get<double>(),
+                     std::string(api) == "embeddings" ? 4 * 32 : 2 * 4 * 32);
+    EXPECT_LT(std::abs(length["deviation"].get<double>()), 0.1) << length.dump();
+    EXPECT_EQ(step["tokens"]["output"]["max"], 0) << step["tokens"].dump();
+    EXPECT_EQ(simulate.output.find("counted by the client"), std::string::npos) << simulate.output;
+  }
 }
 
 TEST(LoadKindsTimingTest, AGrammarAndAdapterSwapsCostWhatTheEngineModelSays) {
