@@ -97,12 +97,14 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
   generation.api = spec_.api;
   generation.model = model();
   generation.prompt = prompt;
+  if (!dialect::ApiGenerates(generation.api)) generation.inputs = {prompt};
   generation.max_tokens = max_tokens;
   generation.stream = false;
   generation.include_usage = false;
   generation.temperature = 0.0;
   net::HttpRequest request;
   request.path = dialect::RequestPath(generation.api, generation.model, false);
+  const std::string request_path = request.path;
   request.body = dialect::EncodeRequestBody(generation);
   const MonoTime start = std::chrono::steady_clock::now();
   Result<net::FetchedResponse> response = Call(std::move(request), timeout);
@@ -114,9 +116,24 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
   answer.status = response->head.status;
   answer.body = Start(response->body);
   if (answer.status < 200 || answer.status > 299) {
-    answer.error = fmt::format(
-        "HTTP {}: {}", answer.status,
-        dialect::DecodeErrorMessage(response->body).value_or(std::string(Utf8Prefix(answer.body, 200))));
+    const std::string message = dialect::DecodeErrorMessage(response->body)
+                                    .value_or(std::string(Utf8Prefix(answer.body, 200)));
+    answer.error = fmt::format("HTTP {}: {}", answer.status, message);
+    if (answer.status == 404 || answer.status == 405 || answer.status == 501) {
+      // 404 means no such route only when the model is there; 501 says "not supported" itself.
+      Result<TargetFacts> facts = Facts();
+      const bool listed =
+          facts.ok() && std::find(facts->listed_models.begin(), facts->listed_models.end(),
+                                  generation.model) != facts->listed_models.end();
+      if (answer.status == 501 || listed) {
+        answer.route_missing = true;
+        answer.error = fmt::format(
+            "POST {} answered HTTP {} ({}){}: it does not serve the {} route", request_path,
+            answer.status, message,
+            listed ? fmt::format(" while GET /v1/models lists '{}'", generation.model) : "",
+            dialect::ApiName(generation.api));
+      }
+    }
     return answer;
   }
   Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(generation.api, response->body);
@@ -125,10 +142,16 @@ GenerationAnswer Candidate::Generate(const std::string& prompt, std::uint32_t ma
     return answer;
   }
   answer.text = decoded->content;
+  answer.items = decoded->items;
   answer.finish_reason = decoded->finish_reason;
   if (decoded->usage) {
     if (decoded->usage->prompt_known) answer.prompt_tokens = decoded->usage->prompt_tokens;
     answer.completion_tokens = decoded->usage->completion_tokens;
+  }
+  if (!dialect::ApiGenerates(generation.api)) {
+    answer.ok = answer.items > 0;
+    if (!answer.ok) answer.error = "the answer had no vector or score";
+    return answer;
   }
   answer.ok = !answer.text.empty() || !answer.finish_reason.empty();
   if (!answer.ok) answer.error = "the answer had neither text nor a finish reason";
@@ -149,6 +172,8 @@ Result<MonoTime> Candidate::WaitReady(Nanos timeout, Nanos poll) {
     if (health.Ready()) {
       const GenerationAnswer generated = Generate("Hello", 1);
       if (generated.ok) return std::chrono::steady_clock::now();
+      // Healthy and listing the model: the route will not appear by waiting.
+      if (generated.route_missing) return MakeError(ErrorCode::kUnavailable, generated.error);
       last = "health 200 but a one-token request failed: " + generated.error;
     } else {
       last = health.status != 0 ? fmt::format("health answered {}", health.status) : health.error;

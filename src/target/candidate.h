@@ -48,11 +48,15 @@ struct HealthAnswer {
 };
 
 // One short generation's result (non-streaming). ok: 2xx with at least one generated token or a
-// finish reason.
+// finish reason; on a pooling route, with at least one vector or score.
 struct GenerationAnswer {
   bool ok = false;
   int status = 0;
+  // The server does not serve the candidate's route: 501, or 404/405 while GET /v1/models lists
+  // the model (so the route, not the model, is missing). `error` then says so.
+  bool route_missing = false;
   std::string text;
+  std::uint64_t items = 0;  // a pooling route's vectors or scores
   std::string finish_reason;
   std::optional<std::uint64_t> prompt_tokens;
   std::optional<std::uint64_t> completion_tokens;
@@ -82,9 +86,11 @@ class Candidate {
   LaunchedProcess* process() { return process_.get(); }
   bool Running() { return process_ != nullptr && process_->Running(); }
 
-  // Polls health (every `poll`) and then sends a one-token generation until both succeed, up to
-  // `timeout`. Stops early when the launched process ends (kUnavailable, its exit status and the
-  // log path). Returns the instant both were first seen succeeding.
+  // Polls health (every `poll`) and then sends a one-token generation (a pooling route: one text)
+  // until both succeed, up to `timeout`. Stops early when the launched process ends (kUnavailable,
+  // its exit status and the log path) and when the healthy server does not serve the route
+  // (kUnavailable, GenerationAnswer::route_missing's message). Returns the instant both were
+  // first seen succeeding.
   Result<MonoTime> WaitReady(Nanos timeout, Nanos poll = std::chrono::milliseconds(100));
   // Launches when nothing runs (launch mode) and waits until ready; in attach mode checks health
   // and one generation.
@@ -94,7 +100,8 @@ class Candidate {
   void Kill();                         // SIGKILL now, and reap
 
   HealthAnswer Health(Nanos timeout = std::chrono::seconds(2)) const;
-  // A short non-streaming generation of `max_tokens` for `prompt` with greedy sampling.
+  // A short non-streaming generation of `max_tokens` for `prompt` with greedy sampling; on a
+  // pooling route, `prompt` as the one text (a rerank's query and its one document).
   // Learns the model first when no model is known.
   GenerationAnswer Generate(const std::string& prompt, std::uint32_t max_tokens,
                             Nanos timeout = std::chrono::seconds(30));
