@@ -114,8 +114,11 @@ Result<ProbeSetup> BuildSetup(const ProbeFlags& f) {
   spec.health_path = f.health;
   spec.metrics_path = f.metrics;
   spec.model = f.model;
-  if (f.api != "chat" && f.api != "completions") return usage("--api: chat or completions");
-  spec.api = f.api == "chat" ? dialect::Api::kChat : dialect::Api::kCompletions;
+  const std::optional<dialect::Api> api = dialect::ParseApiName(f.api);
+  if (!api || !(dialect::IsOpenAiApi(*api) || !dialect::ApiGenerates(*api))) {
+    return usage("--api: chat, completions, embeddings or rerank");
+  }
+  spec.api = *api;
   if (const char* key = std::getenv(f.api_key_env.c_str()); key != nullptr)
     spec.client.bearer_token = key;
   Result<Nanos> grace = ParseDuration("--grace", f.grace);
@@ -274,7 +277,10 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
                 "Longest start-up (also the cold-start budget)")
       ->capture_default_str();
   c->add_option("--model", flags->model, "Model to request (default: the first /v1/models lists)");
-  c->add_option("--api", flags->api, "chat or completions")->capture_default_str();
+  c->add_option("--api", flags->api,
+                "chat, completions, embeddings or rerank (a pooling route: the probes that watch generated text "
+                "do not run)")
+      ->capture_default_str();
   c->add_option("--only", flags->only, "Run only these probes (comma-separated)");
   c->add_option("--skip", flags->skip, "Skip these probes (comma-separated)");
   c->add_option(

@@ -77,6 +77,9 @@ struct GenerationSpec {
   std::uint32_t lora = 0;          // the LoRA adapter named by `model` (1-based), 0 = the base
   std::int64_t inputs = 1;         // embeddings: texts; rerank: documents (their tokens are `prompt`)
   std::vector<TokenId> prompt;     // the prompt's token ids (see above); may be empty in tests
+  // Pooling: each input's own hash (a rerank's query and document), so that a text's vector or
+  // score does not depend on the texts sent beside it.
+  std::vector<std::uint64_t> input_seeds;
   std::int64_t prompt_tokens = 0;  // prompt.size() once parsed
   std::int64_t max_tokens = 16;
   std::int64_t min_tokens = 0;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
-#include <numeric>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -35,6 +34,12 @@ std::variant<std::vector<TokenId>, ApiError> InputIds(const json& item) {
   return ids;
 }
 
+// FNV-1a over token ids, from `h`.
+std::uint64_t HashIds(const std::vector<TokenId>& ids, std::uint64_t h = 1469598103934665603ULL) {
+  for (TokenId id : ids) h = (h ^ id) * 1099511628211ULL;
+  return h;
+}
+
 std::optional<ApiError> Append(std::vector<TokenId>& prompt, const std::vector<TokenId>& ids, const char* param) {
   if (ids.empty()) return Invalid("an input has no tokens", param);
   prompt.insert(prompt.end(), ids.begin(), ids.end());
@@ -52,6 +57,7 @@ std::optional<ApiError> ReadEmbeddings(const json& doc, GenerationSpec& spec) {
     auto ids = InputIds(item);
     if (auto* error = std::get_if<ApiError>(&ids)) return std::move(*error);
     if (auto error = Append(spec.prompt, std::get<std::vector<TokenId>>(ids), "input")) return error;
+    spec.input_seeds.push_back(HashIds(std::get<std::vector<TokenId>>(ids)));
   }
   spec.inputs = static_cast<std::int64_t>(items.size());
   return std::nullopt;
@@ -71,8 +77,10 @@ std::optional<ApiError> ReadRerank(const json& doc, GenerationSpec& spec) {
     // A string, or {"text": ...} (Jina's and Cohere's documents).
     const json* text = document.is_object() && document.contains("text") ? &document["text"] : &document;
     if (!text->is_string()) return Invalid("each document must be a string or {\"text\": ...}", "documents");
+    const std::vector<TokenId> document_ids = TokenIds(text->get<std::string>());
     if (auto error = Append(spec.prompt, query_ids, "query")) return error;
-    if (auto error = Append(spec.prompt, TokenIds(text->get<std::string>()), "documents")) return error;
+    if (auto error = Append(spec.prompt, document_ids, "documents")) return error;
+    spec.input_seeds.push_back(HashIds(document_ids, HashIds(query_ids)));
   }
   spec.inputs = static_cast<std::int64_t>(documents->size());
   return std::nullopt;
@@ -82,6 +90,12 @@ std::optional<ApiError> ReadRerank(const json& doc, GenerationSpec& spec) {
 double Unit(std::uint64_t seed, std::uint64_t index) {
   Rng rng(seed * 0x9e3779b97f4a7c15ULL + index + 1);
   return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53;
+}
+
+// Input i's seed; a spec built without them (tests) falls back to the request's seed and index.
+std::uint64_t InputSeed(const GenerationSpec& spec, std::int64_t i) {
+  const auto k = static_cast<std::size_t>(i);
+  return k < spec.input_seeds.size() ? spec.input_seeds[k] : spec.seed + k * 7919;
 }
 
 }  // namespace
@@ -121,9 +135,7 @@ std::variant<GenerationSpec, ApiError> ParsePoolingRequest(Wire wire, std::strin
   spec.max_tokens = 1;
   spec.ignore_eos = true;
   spec.stream = false;
-  // The embeddings differ with the texts: seed them with the prompt.
-  spec.seed = std::accumulate(spec.prompt.begin(), spec.prompt.end(), std::uint64_t{1469598103934665603ULL},
-                              [](std::uint64_t h, TokenId id) { return (h ^ id) * 1099511628211ULL; });
+  spec.seed = HashIds(spec.prompt);
   return spec;
 }
 
@@ -134,7 +146,7 @@ std::string RenderPoolingBody(const GenerationSpec& spec, const std::string& mod
   if (spec.wire == Wire::kRerank) {
     std::vector<std::pair<double, std::int64_t>> scored;
     for (std::int64_t i = 0; i < spec.inputs; ++i) {
-      scored.emplace_back(0.001 + 0.998 * Unit(spec.seed, static_cast<std::uint64_t>(i)), i);
+      scored.emplace_back(0.001 + 0.998 * Unit(InputSeed(spec, i), 0), i);
     }
     std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     body = fmt::format(R"({{"id":"rerank-{:016x}","model":{},"results":[)", spec.seed, model_json);
@@ -149,7 +161,7 @@ std::string RenderPoolingBody(const GenerationSpec& spec, const std::string& mod
     double values[kEmbeddingDims];
     double norm = 0;
     for (int d = 0; d < kEmbeddingDims; ++d) {
-      values[d] = Unit(spec.seed + static_cast<std::uint64_t>(i) * 7919, static_cast<std::uint64_t>(d)) - 0.5;
+      values[d] = Unit(InputSeed(spec, i), static_cast<std::uint64_t>(d)) - 0.5;
       norm += values[d] * values[d];
     }
     norm = std::sqrt(norm);

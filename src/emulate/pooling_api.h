@@ -7,8 +7,9 @@
 // (rerank: the query before each document, as a cross-encoder reads each pair) as one sequence
 // that generates a single token, which is not an output; the answer comes when that prefill ends.
 // The inputs of one request therefore share one sequence's context limit (max_model_len).
-// Embeddings are deterministic 64-dimension unit vectors of each text; relevance scores are
-// deterministic in (0, 1), results sorted by score.
+// Embeddings are deterministic 64-dimension unit vectors of each text, and relevance scores
+// deterministic in (0, 1) of each (query, document), neither depending on the other inputs;
+// results are sorted by score.
 // Does not own: sockets (emulate/server.h) or generation (emulate/openai_api.h).
 //
 // Thread-safety: pure functions.

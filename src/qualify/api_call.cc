@@ -6,6 +6,7 @@
 
 #include "core/json_dump.h"
 #include "core/json_text.h"
+#include "dialect/codec.h"
 #include "net/event_loop.h"
 #include "net/sse.h"
 
@@ -143,6 +144,17 @@ nlohmann::json GreedyBody(const std::string& model, dialect::Api api, const std:
   body["temperature"] = 0;
   body["seed"] = kProbeSeed;
   return body;
+}
+
+nlohmann::json PoolingBody(const std::string& model, dialect::Api api, const std::vector<std::string>& texts,
+                           const std::string& query) {
+  dialect::GenerationRequest request;
+  request.api = api;
+  request.model = model;
+  request.prompt = query;
+  request.inputs = texts;
+  request.stream = false;
+  return nlohmann::json::parse(dialect::EncodeRequestBody(request));
 }
 
 std::string Dump(const nlohmann::json& doc) {

@@ -77,6 +77,10 @@ StreamedAnswer ReadStream(std::string_view sse_body);
 nlohmann::json GreedyBody(const std::string& model, dialect::Api api, const std::string& prompt,
                           std::uint32_t max_tokens);
 inline constexpr std::uint64_t kProbeSeed = 1234;
+// A pooling route's body for `texts` (embeddings: "input"; rerank: "query" and "documents").
+// REQUIRES: !ApiGenerates(api).
+nlohmann::json PoolingBody(const std::string& model, dialect::Api api, const std::vector<std::string>& texts,
+                           const std::string& query = "Which text is about the sea?");
 
 // `text` as JSON; invalid UTF-8 replaced, never throws.
 std::string Dump(const nlohmann::json& doc);

@@ -42,7 +42,56 @@ struct Case {
   int patience = 1;  // times ProbeOptions::answer_within this case may take
 };
 
+// A body of about kOversizedBytes: `head`, "word " repeated, `tail`.
+std::string Oversized(std::string head, const std::string& tail) {
+  head.reserve(kOversizedBytes + tail.size());
+  while (head.size() + tail.size() < kOversizedBytes) head += "word ";
+  return head + tail;
+}
+
+// The pooling route's battery: the same kinds of wrong bodies, in its own fields.
+std::vector<Case> PoolingBattery(const std::string& model, dialect::Api api) {
+  const bool rerank = api == dialect::Api::kRerank;
+  const std::string model_json = Dump(json(model));
+  const std::string texts = rerank ? "documents" : "input";
+  auto valid = [&] { return PoolingBody(model, api, {"Say hello."}); };
+  std::vector<Case> cases;
+  cases.push_back({"malformed_json", fmt::format(R"({{"model": {}, "{}": ["hi")", model_json, texts)});
+  json number = valid();
+  number[texts] = 5;
+  cases.push_back({texts + "_number", Dump(number)});
+  json object = valid();
+  object[texts] = {{"text", json::array({1})}};
+  cases.push_back({texts + "_object", Dump(object)});
+  json empty = valid();
+  empty[texts] = json::array();
+  cases.push_back({"empty_" + texts, Dump(empty)});
+  if (rerank) {
+    json no_query = valid();
+    no_query.erase("query");
+    cases.push_back({"missing_query", Dump(no_query)});
+  }
+  const std::string bad_text = "caf\xC3 \xFF\xFE bytes";
+  cases.push_back({"invalid_utf8", rerank ? fmt::format(R"({{"model": {}, "query": "q", "documents": ["{}"]}})",
+                                                        model_json, bad_text)
+                                          : fmt::format(R"({{"model": {}, "input": ["{}"]}})", model_json, bad_text)});
+  cases.push_back({"oversized_body",
+                   Oversized(fmt::format(R"({{"model": {}, {}"{}": [")", model_json, rerank ? R"("query": "q", )" : "",
+                                         texts),
+                             R"("]})"),
+                   Expect::kRefusal, 2});
+  json unknown = valid();
+  unknown["bakeoff_unknown_field"] = 1;
+  unknown["bakeoff_unknown_object"] = {{"nested", json::array({1, 2})}};
+  cases.push_back({"unknown_fields", Dump(unknown), Expect::kRefusalOrAnswer});
+  json no_model = valid();
+  no_model.erase("model");
+  cases.push_back({"missing_model", Dump(no_model), Expect::kRefusalOrAnswer});
+  return cases;
+}
+
 std::vector<Case> Battery(const std::string& model, dialect::Api api) {
+  if (!dialect::ApiGenerates(api)) return PoolingBattery(model, api);
   const bool chat = api == dialect::Api::kChat;
   const std::string model_json = Dump(json(model));
   auto valid = [&] { return GreedyBody(model, api, "Say hello.", 8); };
@@ -87,10 +136,7 @@ std::vector<Case> Battery(const std::string& model, dialect::Api api) {
                                           model_json)
                             : fmt::format(R"({{"model": {}, "prompt": ")", model_json);
     const std::string tail = chat ? R"("}], "max_tokens": 8})" : R"(", "max_tokens": 8})";
-    body.reserve(kOversizedBytes + tail.size());
-    while (body.size() + tail.size() < kOversizedBytes) body += "word ";
-    body += tail;
-    cases.push_back({"oversized_body", std::move(body), Expect::kRefusal, 2});
+    cases.push_back({"oversized_body", Oversized(std::move(body), tail), Expect::kRefusal, 2});
   }
   json unknown = valid();
   unknown["bakeoff_unknown_field"] = 1;
@@ -139,7 +185,7 @@ void ProbeBadInput(ProbeContext& context, ProbeResult& result) {
                 "could not learn the model to request: " + facts.error().message);
     return;
   }
-  const std::string path = dialect::ApiPath(candidate.spec().api);
+  const std::string path = dialect::RequestPath(candidate.spec().api, facts->model, false);
   std::vector<std::string> accepted, no_error_body;
   for (Case& c : Battery(facts->model, candidate.spec().api)) {
     if (context.Expired()) {

@@ -6,7 +6,9 @@
 // GET /v1/models; streaming and non-streaming on both APIs; usage in the stream when asked;
 // max_tokens honoured; fixed-length output (ignore_eos + min_tokens); greedy determinism; stop
 // sequences; logprobs; n > 1; JSON-schema structured output; tool calls; an unknown model; a
-// prompt over the context limit.
+// prompt over the context limit. On a pooling route (embeddings, rerank): GET /v1/models; a
+// request of two texts answered with two vectors or scores and usage; batch consistency (a text's
+// vector alone and beside another, a rerank's indices); an unknown model; a text over the context.
 // Severity: the items a benchmark's fairness rests on (streaming and non-streaming on the API
 // under test, stream usage, max_tokens, fixed length, serving an unknown model, silent prompt
 // truncation) are disqualifying, since without them two candidates would be doing unequal work
@@ -16,6 +18,8 @@
 // (qualify/json_schema.h).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -72,12 +76,18 @@ class Compatibility {
     }
     model_ = facts->model;
     facts_ = facts.value();
-    const std::vector<void (Compatibility::*)()> checks = {
-        &Compatibility::Models,     &Compatibility::BothApis,    &Compatibility::StreamUsage,
-        &Compatibility::MaxTokens,  &Compatibility::FixedLength, &Compatibility::Determinism,
-        &Compatibility::Stop,       &Compatibility::Logprobs,    &Compatibility::SeveralChoices,
-        &Compatibility::JsonSchema, &Compatibility::Tools,       &Compatibility::UnknownModel,
-        &Compatibility::OverContext};
+    const std::vector<void (Compatibility::*)()> checks =
+        dialect::ApiGenerates(api_)
+            ? std::vector<void (Compatibility::*)()>{&Compatibility::Models,         &Compatibility::BothApis,
+                                                     &Compatibility::StreamUsage,    &Compatibility::MaxTokens,
+                                                     &Compatibility::FixedLength,    &Compatibility::Determinism,
+                                                     &Compatibility::Stop,           &Compatibility::Logprobs,
+                                                     &Compatibility::SeveralChoices, &Compatibility::JsonSchema,
+                                                     &Compatibility::Tools,          &Compatibility::UnknownModel,
+                                                     &Compatibility::OverContext}
+            : std::vector<void (Compatibility::*)()>{&Compatibility::Models, &Compatibility::PoolingAnswers,
+                                                     &Compatibility::BatchConsistency, &Compatibility::UnknownModel,
+                                                     &Compatibility::OverContext};
     for (auto check : checks) {
       if (context_.Expired()) {
         result_.Find(Severity::kWarning, "time_bound",
@@ -112,14 +122,16 @@ class Compatibility {
     return api == api_ ? Severity::kDisqualifying : Severity::kWarning;
   }
 
+  // A greedy generation, or on a pooling route the prompt as its one text.
   json Body(dialect::Api api, std::string_view prompt, std::uint32_t max_tokens) const {
+    if (!dialect::ApiGenerates(api)) return PoolingBody(model_, api, {std::string(prompt)});
     return GreedyBody(model_, api, std::string(prompt), max_tokens);
   }
   ApiCall Send(const std::string& name, dialect::Api api, const json& body,
                int patience = 1) {  // times answer_within
     CallOptions options;
     options.timeout = context_.options.answer_within * patience;
-    return SendApi(context_, name, dialect::ApiPath(api), Dump(body), options);
+    return SendApi(context_, name, dialect::RequestPath(api, model_, false), Dump(body), options);
   }
 
   void Models() {
@@ -616,6 +628,114 @@ class Compatibility {
          call.evidence);
   }
 
+  // Two texts on the pooling route: two vectors (of one dimension) or two scores, and the usage.
+  void PoolingAnswers() {
+    const std::string name = fmt::format("{}_non_streaming", dialect::ApiName(api_));
+    const ApiCall call = Send(name, api_, PoolingBody(model_, api_, {"The sea is calm.", "A dog runs home."}));
+    if (!call.Success()) {
+      Fail(name, Severity::kDisqualifying, name + "_failed", call.Describe(), {call.evidence});
+      return;
+    }
+    Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(api_, call.body);
+    std::string wrong;
+    if (!decoded.ok()) {
+      wrong = decoded.error().message;
+    } else if (decoded->items != 2) {
+      wrong = fmt::format("two texts got {} {}", decoded->items, api_ == dialect::Api::kRerank ? "scores" : "vectors");
+    } else if (api_ == dialect::Api::kEmbeddings && Vectors(call.body).size() == 2 &&
+               Vectors(call.body)[0].size() != Vectors(call.body)[1].size()) {
+      wrong = "the two vectors differ in dimension";
+    }
+    if (!wrong.empty()) {
+      Fail(name, Severity::kDisqualifying, name + "_failed", wrong, {call.evidence});
+      return;
+    }
+    const bool usage = decoded->usage && decoded->usage->prompt_known && decoded->usage->prompt_tokens > 0;
+    Pass(name, fmt::format("2 {}, usage.prompt_tokens {}", api_ == dialect::Api::kRerank ? "scores" : "vectors",
+                           usage ? std::to_string(decoded->usage->prompt_tokens) : "absent"),
+         call.evidence);
+  }
+
+  // Embeddings by their `index` (empty when the body is not a list of vectors).
+  static std::vector<std::vector<double>> Vectors(std::string_view body) {
+    const std::optional<json> doc = ParseJson(body);
+    std::vector<std::vector<double>> vectors;
+    if (!doc || !doc->is_object() || !doc->contains("data") || !(*doc)["data"].is_array()) return {};
+    const json& data = (*doc)["data"];
+    vectors.resize(data.size());
+    for (const json& item : data) {
+      if (!item.is_object() || !item.contains("embedding") || !item["embedding"].is_array()) return {};
+      const std::size_t index = item.value("index", std::size_t{0});
+      if (index >= vectors.size()) return {};
+      for (const json& x : item["embedding"]) {
+        if (!x.is_number()) return {};
+        vectors[index].push_back(x.get<double>());
+      }
+    }
+    return vectors;
+  }
+
+  static double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
+    double ab = 0, aa = 0, bb = 0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      ab += a[i] * b[i];
+      aa += a[i] * a[i];
+      bb += b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0;
+  }
+
+  // A text's vector does not depend on the texts sent beside it (cosine >= kSameVector); a
+  // rerank's results index each document once, and a document's score does not move with the
+  // order of the others.
+  void BatchConsistency() {
+    static constexpr double kSameVector = 0.999;
+    const std::string name = "batch_consistency";
+    const std::string a = "The sea is calm tonight.", b = "A dog runs home across the field.";
+    const ApiCall alone = Send(name + "_alone", api_, PoolingBody(model_, api_, {a}));
+    const ApiCall together = Send(name, api_, PoolingBody(model_, api_, {b, a}));
+    if (!alone.Success() || !together.Success()) {
+      Unsupported(name, (alone.Success() ? together : alone).Describe(), together.evidence);
+      return;
+    }
+    std::string wrong, detail;
+    if (api_ == dialect::Api::kEmbeddings) {
+      const std::vector<std::vector<double>> one = Vectors(alone.body), two = Vectors(together.body);
+      if (one.size() != 1 || two.size() != 2) {
+        wrong = "the answers are not lists of vectors by index";
+      } else {
+        const double cosine = Cosine(one[0], two[1]);
+        detail = fmt::format("a text's vector alone and second of two: cosine {:.6f}", cosine);
+        if (cosine < kSameVector) wrong = detail + fmt::format(" (below {})", kSameVector);
+      }
+    } else {
+      const auto scores = [](std::string_view body) {
+        std::map<std::int64_t, double> by_index;
+        const std::optional<json> doc = ParseJson(body);
+        if (!doc || !doc->is_object() || !doc->contains("results") || !(*doc)["results"].is_array()) return by_index;
+        for (const json& r : (*doc)["results"]) {
+          if (r.is_object() && r.contains("index") && r["index"].is_number_integer() && r.contains("relevance_score") &&
+              r["relevance_score"].is_number()) {
+            by_index[r["index"].get<std::int64_t>()] = r["relevance_score"].get<double>();
+          }
+        }
+        return by_index;
+      };
+      const std::map<std::int64_t, double> one = scores(alone.body), two = scores(together.body);
+      if (one.size() != 1 || !one.contains(0) || two.size() != 2 || !two.contains(0) || !two.contains(1)) {
+        wrong = "the results do not index each document once";
+      } else {
+        detail = fmt::format("a document's score alone {:.6f}, second of two {:.6f}", one.at(0), two.at(1));
+        if (std::abs(one.at(0) - two.at(1)) > 1e-3 * std::max(1.0, std::abs(one.at(0)))) wrong = detail;
+      }
+    }
+    if (!wrong.empty()) {
+      Fail(name, Severity::kWarning, "batch_inconsistent", wrong, {alone.evidence, together.evidence});
+      return;
+    }
+    Pass(name, detail, together.evidence);
+  }
+
   void UnknownModel() {
     const std::string name = "unknown_model";
     json body = Body(api_, "Say hello.", 4);
@@ -658,7 +778,7 @@ class Compatibility {
     const ApiCall call = Send(name, api_, Body(api_, prompt, kCutAt), 4);
     const bool died = context_.candidate.launch_mode() && !context_.candidate.Running();
     if (call.Success()) {
-      Result<dialect::CompletionResponse> decoded = dialect::DecodeCompletionResponse(call.body);
+      Result<dialect::CompletionResponse> decoded = dialect::DecodeResponse(api_, call.body);
       if (!decoded.ok() || !decoded->usage) {
         Fail(name, Severity::kDisqualifying, "over_context_truncated",
              fmt::format("a prompt of {} words, over {}, was answered with HTTP {} and no usage: "

@@ -157,23 +157,60 @@ HealthUnderLoad PollHealthWhileBusy(ProbeContext& context, StreamBatch& batch, N
 
 double Seconds(Nanos duration) { return std::chrono::duration<double>(duration).count(); }
 
-std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std::size_t count,
-                                         std::uint32_t output_tokens, std::size_t prompt_words) {
-  static constexpr std::string_view kWords[] = {"river",  "stone",  "lantern", "harbor",
-                                                "meadow", "copper", "window",  "signal",
-                                                "garden", "pocket", "thunder", "maple"};
+namespace {
+
+// A text of about `words` words unique in the process, from the first word on, so no prompt hits a
+// prefix cache that an earlier one filled (a cached prompt would make one request look faster
+// than another).
+std::string UniqueText(std::size_t words) {
+  static constexpr std::string_view kWords[] = {"river",  "stone",  "lantern", "harbor", "meadow", "copper",
+                                                "window", "signal", "garden",  "pocket", "thunder", "maple"};
+  static std::atomic<std::uint64_t> next_prompt{0};
+  const std::uint64_t k = next_prompt++;
+  std::string text = fmt::format("{} {} request {}:", kWords[k % 12], kWords[(k / 12) % 12], k);
+  for (std::size_t w = 0; w < words; ++w) text += " " + std::string(kWords[(k * 7 + w * 5) % 12]);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> PoolingBodies(const target::Candidate& candidate, std::size_t count, std::size_t inputs,
+                                       std::size_t words_per_input) {
   std::vector<std::string> bodies;
   for (std::size_t i = 0; i < count; ++i) {
     dialect::GenerationRequest request;
     request.api = candidate.spec().api;
     request.model = candidate.model();
-    // Unique in the process, from the first word on, so no prompt hits a prefix cache that an
-    // earlier one filled (a cached prompt would make one request look faster than another).
-    static std::atomic<std::uint64_t> next_prompt{0};
-    const std::uint64_t k = next_prompt++;
-    request.prompt = fmt::format("{} {} request {}:", kWords[k % 12], kWords[(k / 12) % 12], k);
-    for (std::size_t w = 0; w < prompt_words; ++w)
-      request.prompt += " " + std::string(kWords[(k * 7 + w * 5) % 12]);
+    request.stream = false;
+    if (request.api == dialect::Api::kRerank) request.prompt = UniqueText(8);
+    for (std::size_t t = 0; t < inputs; ++t) request.inputs.push_back(UniqueText(words_per_input));
+    bodies.push_back(dialect::EncodeRequestBody(request));
+  }
+  return bodies;
+}
+
+std::vector<std::string> WorkBodies(const target::Candidate& candidate, std::size_t count, std::uint32_t output_tokens,
+                                    std::size_t prompt_words) {
+  if (dialect::ApiGenerates(candidate.spec().api)) {
+    return StreamingBodies(candidate, count, output_tokens, prompt_words);
+  }
+  std::size_t words = std::max(prompt_words, kWorkWordsPerInput);
+  // Within a quarter of the context in all, at up to two tokens a word (some servers, as the
+  // emulated one, prefill a request's inputs as one sequence).
+  if (std::optional<std::uint64_t> context = candidate.known_context_tokens()) {
+    words = std::clamp<std::size_t>(*context / (kWorkInputs * 2 * 4), 1, words);
+  }
+  return PoolingBodies(candidate, count, kWorkInputs, words);
+}
+
+std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std::size_t count,
+                                         std::uint32_t output_tokens, std::size_t prompt_words) {
+  std::vector<std::string> bodies;
+  for (std::size_t i = 0; i < count; ++i) {
+    dialect::GenerationRequest request;
+    request.api = candidate.spec().api;
+    request.model = candidate.model();
+    request.prompt = UniqueText(prompt_words);
     request.max_tokens = output_tokens;
     request.min_tokens = output_tokens;
     request.ignore_eos = true;
@@ -308,10 +345,8 @@ void ProbeReadiness(ProbeContext& context, ProbeResult& result) {
   }
   // Health while the engine is saturated.
   const target::HealthAnswer idle = candidate.Health();
-  StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(context.Remaining()),
-                    dialect::ApiPath(candidate.spec().api),
-                    StreamingBodies(candidate, context.options.saturation_concurrency,
-                                    context.options.long_output_tokens));
+  StreamBatch batch(candidate, candidate.OptionsWithin(context.Remaining()),
+                    WorkBodies(candidate, context.options.saturation_concurrency, context.options.long_output_tokens));
   batch.WaitStarted(1, context.options.answer_within);
   const HealthUnderLoad busy = PollHealthWhileBusy(context, batch, seconds(10));
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
@@ -339,9 +374,8 @@ void ProbeReadiness(ProbeContext& context, ProbeResult& result) {
 void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   target::Candidate& candidate = context.candidate;
   const std::size_t streams = context.options.drain_streams;
-  StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(context.Remaining()),
-                    dialect::ApiPath(candidate.spec().api),
-                    StreamingBodies(candidate, streams, context.options.long_output_tokens));
+  StreamBatch batch(candidate, candidate.OptionsWithin(context.Remaining()),
+                    WorkBodies(candidate, streams, context.options.long_output_tokens));
   if (!batch.WaitStarted(streams, context.options.answer_within)) {
     result.AddCheck("streams in flight", CheckStatus::kFail,
                     fmt::format("only {} of {} streams had a first token after {:.0f} s",

@@ -36,9 +36,7 @@ constexpr Nanos kOverloadRecovery = seconds(30);
 // Seconds one forced-length streamed request of kYardstickTokens takes end to end; nullopt when it
 // fails (`error`, when given, says why).
 std::optional<double> Yardstick(ProbeContext& context, std::string* error = nullptr) {
-  StreamBatch batch(context.candidate.endpoint(),
-                    context.candidate.OptionsWithin(2 * context.options.answer_within),
-                    dialect::ApiPath(context.candidate.spec().api),
+  StreamBatch batch(context.candidate, context.candidate.OptionsWithin(2 * context.options.answer_within),
                     StreamingBodies(context.candidate, 1, kYardstickTokens, 8));
   const std::vector<measure::RequestRecord> records =
       batch.Finish(2 * context.options.answer_within);
@@ -144,8 +142,7 @@ void ProbeCancellation(ProbeContext& context, ProbeResult& result) {
   };
   for (const Phase phase : {Phase{"decode", 32, true}, Phase{"prefill", 3000, false}}) {
     if (context.Expired()) break;
-    StreamBatch batch(candidate.endpoint(), candidate.OptionsWithin(context.Remaining()),
-                      dialect::ApiPath(candidate.spec().api),
+    StreamBatch batch(candidate, candidate.OptionsWithin(context.Remaining()),
                       StreamingBodies(candidate, n, long_output, phase.prompt_words));
     if (phase.wait_first_token) {
       batch.WaitStarted(n, context.options.answer_within);
@@ -217,19 +214,17 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   target::Candidate& candidate = context.candidate;
   const std::size_t n = context.options.saturation_concurrency * 4;
   const MonoTime window_end = std::chrono::steady_clock::now() + context.options.overload_duration;
-  StreamBatch batch(
-      candidate.endpoint(),
-      candidate.OptionsWithin(context.options.overload_duration + context.options.answer_within),
-      dialect::ApiPath(candidate.spec().api),
-      StreamingBodies(candidate, n, context.options.long_output_tokens));
+  StreamBatch batch(candidate,
+                    candidate.OptionsWithin(context.options.overload_duration + context.options.answer_within),
+                    WorkBodies(candidate, n, context.options.long_output_tokens));
   // While overloaded: one more request, to read the headers of a refusal (or see it wait).
   std::this_thread::sleep_for(std::min<Nanos>(seconds(1), context.options.overload_duration / 4));
   std::string retry_after;
   int probe_status = 0;
   {
     net::HttpRequest request;
-    request.path = dialect::ApiPath(candidate.spec().api);
-    request.body = StreamingBodies(candidate, 1, 8).front();
+    request.path = dialect::RequestPath(candidate.spec().api, candidate.model(), batch.streaming());
+    request.body = WorkBodies(candidate, 1, 8).front();
     const Nanos wait =
         std::max<Nanos>(milliseconds(100),
                         std::min<Nanos>(seconds(2), window_end - std::chrono::steady_clock::now()));
@@ -242,9 +237,10 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
   while (!context.stop && batch.Ended() < n && std::chrono::steady_clock::now() < window_end) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  const std::size_t waiting_at_end = n - batch.Started();
-  const std::size_t batch_started_unfinished =
-      batch.Started() - std::min(batch.Started(), batch.Ended());
+  // Answering: a stream with a first token; a whole (pooling) answer only once it ended.
+  const std::size_t answering = batch.streaming() ? batch.Started() : batch.Ended();
+  const std::size_t waiting_at_end = n - answering;
+  const std::size_t batch_started_unfinished = answering - std::min(answering, batch.Ended());
   const std::vector<measure::RequestRecord> records = batch.Finish(Nanos{0});
   const MonoTime load_stopped = std::chrono::steady_clock::now();
   std::size_t served = 0, shed = 0, other_errors = 0, cut = 0, shed_with_retry_after = 0;
@@ -339,12 +335,18 @@ void ProbeOverload(ProbeContext& context, ProbeResult& result) {
         facts.ok() ? facts->max_context_tokens.value_or(32768) : 32768;
     const std::size_t words =
         static_cast<std::size_t>(std::min<std::uint64_t>(context_tokens * 2, 1'000'000));
-    StreamBatch oversized(
-        candidate.endpoint(), candidate.OptionsWithin(2 * context.options.answer_within),
-        dialect::ApiPath(candidate.spec().api), StreamingBodies(candidate, 1, 16, words));
+    // One text past the context on a pooling route.
+    const auto oversized_bodies = [&](std::size_t w) {
+      return dialect::ApiGenerates(candidate.spec().api) ? StreamingBodies(candidate, 1, 16, w)
+                                                         : PoolingBodies(candidate, 1, 1, w);
+    };
+    StreamBatch oversized(candidate, candidate.OptionsWithin(2 * context.options.answer_within),
+                          oversized_bodies(words));
     const MonoTime sent = std::chrono::steady_clock::now();
-    oversized.WaitStarted(1, context.options.answer_within);  // a first token or the end
-    const measure::RequestRecord r = oversized.Finish(Nanos{0}).front();
+    // A first token or the end; a whole (pooling) answer is only there at its end.
+    if (oversized.streaming()) oversized.WaitStarted(1, context.options.answer_within);
+    const measure::RequestRecord r =
+        oversized.Finish(oversized.streaming() ? Nanos{0} : context.options.answer_within).front();
     const std::string exchange = context.evidence.Write(
         "oversized_prompt.json",
         nlohmann::ordered_json{{"prompt_words", words},

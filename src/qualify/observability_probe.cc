@@ -43,11 +43,10 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                             before.page->warnings.size(), before.page->warnings.front()),
                 {page_evidence});
   }
-  // One stream, scraped in the middle and after.
-  StreamBatch batch(candidate.endpoint(),
-                    candidate.OptionsWithin(4 * context.options.answer_within),
-                    dialect::ApiPath(candidate.spec().api),
-                    StreamingBodies(candidate, 1, context.options.long_output_tokens * 2));
+  // One stream (a pooling route: one request of long texts), scraped in the middle and after.
+  const bool generates = dialect::ApiGenerates(candidate.spec().api);
+  StreamBatch batch(candidate, candidate.OptionsWithin(4 * context.options.answer_within),
+                    WorkBodies(candidate, 1, context.options.long_output_tokens * 2, 512));
   // A few tokens in, so per-token counters have had something to count; a fast engine may finish
   // the stream before the scrape, and then what moves "during" it is not known (said so).
   batch.WaitStarted(1, context.options.answer_within);
@@ -66,10 +65,14 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
   for (const target::SignalInfo& signal : target::CanonicalSignals()) {
     const target::MetricFamilyName* family = FindSignal(*before.page, signal);
     if (family == nullptr && after.page) family = FindSignal(*after.page, signal);
+    // A pooling answer has no token stream: nothing to time to a first token or between tokens.
+    const bool of_generation = signal.signal == target::Signal::kTtft ||
+                               signal.signal == target::Signal::kInterTokenLatency ||
+                               signal.signal == target::Signal::kGenerationTokens;
     if (family == nullptr) {
       result.AddCheck(std::string(signal.name), CheckStatus::kFail,
                       fmt::format("no metric for {}", signal.meaning));
-      if (signal.essential) missing_essential.emplace_back(signal.name);
+      if (signal.essential && (generates || !of_generation)) missing_essential.emplace_back(signal.name);
       j[std::string(signal.name)] = {{"present", false}};
       continue;
     }
@@ -107,7 +110,7 @@ void ProbeObservability(ProbeContext& context, ProbeResult& result) {
                                    signal.signal == target::Signal::kE2eLatency ||
                                    signal.signal == target::Signal::kPromptTokens ||
                                    signal.signal == target::Signal::kGenerationTokens;
-    if (moves_per_request && movement.starts_with("never") &&
+    if (moves_per_request && (generates || !of_generation) && movement.starts_with("never") &&
         records.front().outcome == measure::Outcome::kOk) {
       result.Find(Severity::kWarning, std::string(signal.name) + "_never_moves",
                   fmt::format("{} did not move for a completed request", family->family));

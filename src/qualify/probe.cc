@@ -132,41 +132,41 @@ const std::vector<ProbeInfo>& AllProbes() {
   // Each worst case is the sum of the probe's own waits, in answer_within (A) where a wait is for
   // an answer, and in the start-up budget (C) where it is for a launch.
   static const std::vector<ProbeInfo> probes = {
-      {"cold_start", "spawn to port, ready and first answer, with log phases", true, true,
+      {"cold_start", "spawn to port, ready and first answer, with log phases", true, true, false,
        [](const ProbeOptions& o, Nanos) -> Nanos { return o.cold_start_budget + seconds(35); },
        ProbeColdStart},
-      {"readiness", "health against real requests from the spawn on, and under load", false, true,
+      {"readiness", "health against real requests from the spawn on, and under load", false, true, false,
        [](const ProbeOptions& o, Nanos) -> Nanos {
          return o.cold_start_budget + seconds(45) + o.answer_within;
        },
        ProbeReadiness},
       {"compatibility", "the OpenAI API features a benchmark relies on, one check each", false,
-       false, [](const ProbeOptions& o, Nanos) -> Nanos { return 8 * o.answer_within; },
+       false, false, [](const ProbeOptions& o, Nanos) -> Nanos { return 8 * o.answer_within; },
        ProbeCompatibility},
       {"bad_input", "invalid requests get a 4xx; no 5xx, hang or death; health after each", false,
-       false,
+       false, false,
        [](const ProbeOptions& o, Nanos) -> Nanos { return 4 * o.answer_within + seconds(30); },
        ProbeBadInput},
-      {"quality", "a prompt set asked greedily and scored against its references", false, false,
+      {"quality", "a prompt set asked greedily and scored against its references", false, false, true,
        [](const ProbeOptions& o, Nanos) -> Nanos { return 20 * o.answer_within; }, ProbeQuality},
       {"observability", "metrics page: which operator signals exist, and when counters move", false,
-       false, [](const ProbeOptions& o, Nanos) -> Nanos { return 6 * o.answer_within; },
+       false, false, [](const ProbeOptions& o, Nanos) -> Nanos { return 6 * o.answer_within; },
        ProbeObservability},
-      {"cancellation", "abandoned streams stop their work and capacity comes back", false, false,
+      {"cancellation", "abandoned streams stop their work and capacity comes back", false, false, true,
        [](const ProbeOptions& o, Nanos) -> Nanos { return 4 * o.answer_within; },
        ProbeCancellation},
-      {"overload", "shedding, queueing and recovery far above capacity", false, false,
+      {"overload", "shedding, queueing and recovery far above capacity", false, false, false,
        [](const ProbeOptions& o, Nanos) -> Nanos {
          return o.overload_duration + 3 * o.answer_within + seconds(30);
        },
        ProbeOverload},
       {"sigterm_drain", "streams in flight at SIGTERM finish or end visibly; exit in the grace",
-       true, false,
+       true, false, false,
        [](const ProbeOptions& o, Nanos grace) -> Nanos {
          return 2 * o.answer_within + grace + seconds(30);
        },
        ProbeSigtermDrain},
-      {"restart", "SIGKILL, relaunch, time to the first good answer", true, false,
+      {"restart", "SIGKILL, relaunch, time to the first good answer", true, false, false,
        [](const ProbeOptions& o, Nanos) -> Nanos {
          return o.cold_start_budget + o.answer_within + seconds(30);
        },
@@ -219,6 +219,21 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
   // Once the candidate serves: one long answer at idle sets answer_within (when not given).
   auto measure_pace = [&] {
     if (paced.answer_within > Nanos{0}) return;
+    if (!dialect::ApiGenerates(candidate.spec().api)) {
+      // A pooling answer has no length to scale: the time of one long text is the pace.
+      std::string text = "A long passage about a lighthouse keeper:";
+      for (int w = 0; w < 256; ++w) text += " lighthouse";
+      const target::GenerationAnswer answer = candidate.Generate(text, 1, kPatienceCeiling);
+      paced.answer_within = answer.ok ? PatienceFromPace(answer.took) : kPatienceCeiling;
+      run.answer_within_source =
+          answer.ok ? fmt::format("{} x one text of 256 words at idle ({:.2f} s), within [{:.0f} s, {:.0f} s]",
+                                  kPatiencePerAnswer, Seconds(answer.took), Seconds(kPatienceFloor),
+                                  Seconds(kPatienceCeiling))
+                    : fmt::format("the ceiling: the pace request failed ({})", answer.error);
+      log(fmt::format("probes wait {:.0f} s for one answer: {}", Seconds(paced.answer_within),
+                      run.answer_within_source));
+      return;
+    }
     const target::GenerationAnswer answer = candidate.Generate(
         "Tell a long story about a lighthouse keeper.", paced.long_output_tokens, kPatienceCeiling);
     const std::uint64_t tokens = answer.completion_tokens.value_or(0);
@@ -267,6 +282,8 @@ ProbeRun RunProbes(target::Candidate& candidate, const ProbeRunOptions& options,
     if (stop) {
       run.interrupted = true;
       not_run("interrupted");
+    } else if (info.generation_only && !dialect::ApiGenerates(candidate.spec().api)) {
+      not_run(fmt::format("the {} route generates nothing", dialect::ApiName(candidate.spec().api)));
     } else if (info.needs_launch && !candidate.launch_mode()) {
       not_run("attach mode: this probe signals or relaunches the process; pass --launch");
     } else if (info.needs_fresh_start && candidate.launch_mode()) {

@@ -138,6 +138,7 @@ struct ProbeInfo {
   std::string_view summary;        // one line for --help and the table
   bool needs_launch = false;       // signals or relaunches the process: not run in attach mode
   bool needs_fresh_start = false;  // observes a launch from the spawn: runs on a stopped candidate
+  bool generation_only = false;    // watches or scores generated text: not run on a pooling route
   // The longest the probe may take with these options (answer_within set) and the candidate's
   // SIGTERM grace: its deadline, known before it starts, so a runner can budget it.
   Nanos (*worst_case)(const ProbeOptions& options, Nanos grace);

@@ -35,6 +35,19 @@ std::vector<std::string> StreamingBodies(const target::Candidate& candidate, std
                                          std::uint32_t output_tokens,
                                          std::size_t prompt_words = 32);
 
+// Request bodies for `count` pooling requests of `inputs` texts (a rerank's documents, after a
+// short query) of about `words_per_input` words each, every text distinct as above.
+// REQUIRES: the candidate's route is a pooling one.
+std::vector<std::string> PoolingBodies(const target::Candidate& candidate, std::size_t count, std::size_t inputs,
+                                       std::size_t words_per_input);
+// What keeps the candidate busy for a probe: StreamingBodies on a generation route; on a pooling
+// route, requests of kWorkInputs texts whose length fits the candidate's known context (each at
+// most max(prompt_words, kWorkWordsPerInput) words), since a pooling answer has no output length.
+inline constexpr std::size_t kWorkInputs = 8;
+inline constexpr std::size_t kWorkWordsPerInput = 128;
+std::vector<std::string> WorkBodies(const target::Candidate& candidate, std::size_t count, std::uint32_t output_tokens,
+                                    std::size_t prompt_words = 32);
+
 // Seconds as a double.
 double Seconds(Nanos duration);
 

@@ -3,6 +3,8 @@
 
 #include <future>
 
+#include "target/candidate.h"
+
 namespace bakeoff::qualify {
 namespace {
 
@@ -10,16 +12,19 @@ constexpr Nanos kTallyEvery = std::chrono::milliseconds(2);
 
 }  // namespace
 
-StreamBatch::StreamBatch(const net::Endpoint& endpoint, net::ClientOptions options,
-                         const std::string& path, const std::vector<std::string>& bodies,
-                         std::string secret) {
-  client_ = std::make_unique<net::HttpClient>(loop_, endpoint, std::move(options));
+StreamBatch::StreamBatch(const target::Candidate& candidate, net::ClientOptions options,
+                         const std::vector<std::string>& bodies) {
+  const dialect::Api api = candidate.spec().api;
+  streaming_ = dialect::ApiGenerates(api);
+  const std::string path = dialect::RequestPath(api, candidate.model(), streaming_);
+  const std::string secret = options.bearer_token;  // kept out of the records' error texts
+  client_ = std::make_unique<net::HttpClient>(loop_, candidate.endpoint(), std::move(options));
   done_.resize(bodies.size());
   ended_flags_.assign(bodies.size(), false);
   retry_after_.resize(bodies.size());
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     exchanges_.push_back(
-        std::make_unique<load::Exchange>(dialect::Api::kChat, true, secret, [this, i](load::Exchange& exchange) {
+        std::make_unique<load::Exchange>(api, streaming_, secret, [this, i](load::Exchange& exchange) {
           std::lock_guard lock(mutex_);
           done_[i] = exchange.record();
           ended_flags_[i] = true;
@@ -56,7 +61,9 @@ void StreamBatch::Tally() {
     for (std::size_t i = 0; i < exchanges_.size(); ++i) {
       const bool is_ended = ended_flags_[i];
       ended += is_ended ? 1 : 0;
-      started += (is_ended || exchanges_[i]->record().first_token.has_value()) ? 1 : 0;
+      const measure::RequestRecord& record = exchanges_[i]->record();
+      const bool answering = streaming_ ? record.first_token.has_value() : record.request_written.has_value();
+      started += (is_ended || answering) ? 1 : 0;
     }
   }
   started_ = started;

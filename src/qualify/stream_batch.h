@@ -1,9 +1,10 @@
 // qualify/stream_batch.h
 //
-// Owns: a batch of streaming generations sent at once to a candidate and watched while the probe
-// acts on it (cancels them, signals the engine, polls its health): each one measured by
-// load::Exchange into a measure::RequestRecord with exactly one Outcome, so a probe can tell a
-// stream that completed from one that ended with an identifiable error or was cut silently.
+// Owns: a batch of streaming generations (on a pooling route, whole pooling requests) sent at
+// once to a candidate and watched while the probe acts on it (cancels them, signals the engine,
+// polls its health): each one measured by load::Exchange into a measure::RequestRecord with
+// exactly one Outcome, so a probe can tell a stream that completed from one that ended with an
+// identifiable error or was cut silently.
 // Does not own: what a probe concludes from the records.
 //
 // Thread-safety: the requests run on a private event-loop thread; every public method is called
@@ -24,19 +25,25 @@
 #include "net/event_loop.h"
 #include "net/http_client.h"
 
+namespace bakeoff::target {
+class Candidate;
+}  // namespace bakeoff::target
+
 namespace bakeoff::qualify {
 
 class StreamBatch {
  public:
-  // Starts one streaming POST to `path` per body, all at once. `total` bounds each request.
-  StreamBatch(const net::Endpoint& endpoint, net::ClientOptions options, const std::string& path,
-              const std::vector<std::string>& bodies, std::string secret = {});
+  // Starts one POST per body, all at once, to the candidate's route (streaming where it
+  // generates). `options.deadlines.total` bounds each request.
+  StreamBatch(const target::Candidate& candidate, net::ClientOptions options, const std::vector<std::string>& bodies);
   ~StreamBatch();
   StreamBatch(const StreamBatch&) = delete;
   StreamBatch& operator=(const StreamBatch&) = delete;
 
   std::size_t size() const { return exchanges_.size(); }
-  // Streams that have received a first token, or have ended (either way nothing more to wait for).
+  bool streaming() const { return streaming_; }  // false: whole (pooling) answers
+  // Streams that have received a first token, or have ended (either way nothing more to wait for);
+  // a whole (pooling) request counts once it is written, since nothing comes before its end.
   std::size_t Started() const { return started_; }
   std::size_t Ended() const { return ended_; }
   // Waits until at least `count` streams have started (as above), up to `timeout`.
@@ -78,6 +85,7 @@ class StreamBatch {
 
   void Tally();  // loop thread: refreshes started_ and ended_
 
+  bool streaming_ = true;
   net::EventLoop loop_;
   std::unique_ptr<net::HttpClient> client_;
   std::vector<std::unique_ptr<load::Exchange>> exchanges_;

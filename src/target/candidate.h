@@ -78,6 +78,10 @@ class Candidate {
   Result<TargetFacts> Facts();
   // The model requests name: the one given, else the discovered one ("" while unknown).
   std::string model() const { return facts_ ? facts_->model : spec_.model; }
+  // The context limit Facts() found, if it was asked and the server says.
+  std::optional<std::uint64_t> known_context_tokens() const {
+    return facts_ ? facts_->max_context_tokens : std::nullopt;
+  }
 
   // Launch mode: starts a new process (any previous one must have ended). kUnavailable naming the
   // port when it is taken; kInvalidInput when the command cannot run; kInvalidInput in attach mode.

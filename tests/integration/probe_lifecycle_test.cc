@@ -108,6 +108,48 @@ TEST(ProbeLifecycleTest, WellBehavedEmulatorPassesEveryLifecycleAndLoadProbe) {
       << "the table labels an emulated target";
 }
 
+TEST(ProbeLifecycleTest, APoolingCandidateRunsEveryProbeThatMeansSomethingForIt) {
+  for (const char* api : {"embeddings", "rerank"}) {
+    SCOPED_TRACE(api);
+    const ProbeOutcome o = ProbeEmulator("--startup-load 0.5 --max-waiting 16", {"--api", api});
+    ASSERT_EQ(o.process.exit_code, 0) << o.process.output;
+    ASSERT_TRUE(o.probes.is_object()) << o.process.output;
+    EXPECT_EQ(o.probes["disqualified"], false) << o.probes.dump(2);
+    for (const char* name :
+         {"cold_start", "readiness", "compatibility", "bad_input", "observability", "sigterm_drain", "restart"}) {
+      EXPECT_EQ(o.Verdict(name), "pass") << name << "\n" << o.probes.dump(2);
+    }
+    EXPECT_NE(o.Verdict("overload"), "fail") << o.probes.dump(2);
+    // Nothing is generated: no stream to cancel, no text to score.
+    for (const char* name : {"cancellation", "quality"}) {
+      EXPECT_EQ(o.Verdict(name), "not_run") << name;
+      EXPECT_EQ(o.Probe(name)->at("not_run_reason"), std::string("the ") + api + " route generates nothing");
+    }
+    std::map<std::string, std::string> checks;
+    for (const auto& check : o.Probe("compatibility")->at("checks")) checks[check["name"]] = check["status"];
+    EXPECT_EQ(checks, (std::map<std::string, std::string>{{"models", "pass"},
+                                                          {std::string(api) + "_non_streaming", "pass"},
+                                                          {"batch_consistency", "pass"},
+                                                          {"unknown_model", "pass"},
+                                                          {"over_context", "pass"}}));
+    // The requests in flight at SIGTERM were whole pooling requests, and they were answered.
+    EXPECT_EQ(o.Probe("sigterm_drain")->at("measurements")["streams_completed"]["value"], 8);
+  }
+}
+
+TEST(ProbeLifecycleTest, APoolingRouteTheServerDoesNotServeIsSaidAtOnce) {
+  const auto started = std::chrono::steady_clock::now();
+  const ProbeOutcome o = ProbeEmulator("--no-pooling", {"--api", "embeddings", "--only", "compatibility,bad_input"});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 60s);
+  EXPECT_EQ(o.process.exit_code, 1) << o.process.output;
+  ASSERT_TRUE(o.probes.is_object()) << o.process.output;
+  for (const auto& p : o.probes["probes"]) {
+    EXPECT_EQ(p["verdict"], "not_run") << p.dump(2);
+    EXPECT_NE(p["not_run_reason"].get<std::string>().find("POST /v1/embeddings answered HTTP 404"), std::string::npos)
+        << p.dump(2);
+  }
+}
+
 TEST(ProbeLifecycleTest, ObservabilityNamesEachSignalAndWhenItMoves) {
   const ProbeOutcome o = ProbeEmulator("", {"--only", "observability"});
   ASSERT_EQ(o.process.exit_code, 0) << o.process.output;
