@@ -74,6 +74,18 @@ std::span<const std::string_view> FeatureNames() { return kNames; }
 std::string_view FeatureName(Feature feature) { return SpecOf(feature).name; }
 std::string_view FeatureMeaning(Feature feature) { return SpecOf(feature).meaning; }
 
+bool GenerationFeature(Feature feature) {
+  switch (feature) {
+    case Feature::kMultiLora:
+    case Feature::kPrefixCaching:
+    case Feature::kEmbeddings:
+    case Feature::kRerank:
+      return false;
+    default:
+      return true;
+  }
+}
+
 std::optional<Feature> ParseFeature(std::string_view name) {
   for (const FeatureSpec& spec : kFeatures) {
     if (spec.name == name) return spec.feature;

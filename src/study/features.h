@@ -47,6 +47,10 @@ std::string_view FeatureName(Feature feature);
 // One line: what having the feature means.
 std::string_view FeatureMeaning(Feature feature);
 
+// Whether the feature is about generating text (streaming, sampling, output form, how decoding is
+// served, the generation routes): it means nothing to an embedding or rerank study.
+bool GenerationFeature(Feature feature);
+
 // The feature named exactly `name`; nullopt for anything else.
 std::optional<Feature> ParseFeature(std::string_view name);
 // For a name that is no feature: the nearest feature name when it is close enough to be a typo.

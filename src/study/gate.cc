@@ -184,7 +184,7 @@ void GateOneCandidate(const Study& study, const Catalog* catalog, const Candidat
             fmt::format("{} tokens, the study needs {}", entry->max_context, m.max_context), "max_context");
   }
 
-  const Feature api = study.api == "completions" ? Feature::kOpenaiCompletions : Feature::kOpenaiChat;
+  const Feature api = ApiFeature(study);
   std::vector<Feature> features = {api};
   for (Feature f : study.required_features) {
     if (f != api) features.push_back(f);

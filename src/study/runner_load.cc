@@ -115,12 +115,15 @@ void StudyRunner::LoadPhase(std::size_t i, Phase phase, std::uint32_t round) {
 run::LoadJob StudyRunner::Job(const fs::path& dir) const {
   run::LoadJob job;
   dialect::GenerationRequest& r = job.run.target.request;
-  r.api = study_.api == "completions" ? dialect::Api::kCompletions : dialect::Api::kChat;
+  r.api = StudyApi(study_);
   r.model = study_.model.name;
-  r.stream = true;
-  r.ignore_eos = true;  // every candidate generates the workload's lengths: the same work
+  // Every candidate generates the workload's lengths: the same work. A pooling route answers
+  // whole, with `inputs_per_request` texts of each workload request's input length.
+  r.stream = dialect::ApiGenerates(r.api);
+  r.ignore_eos = dialect::ApiGenerates(r.api);
   job.run.seed = study_.traffic.seed;
   job.run.shape = TypicalShape();
+  job.run.shape.batch = study_.traffic.inputs_per_request;
   job.slo = study_.slo.latency;
   job.run.slo = job.slo.RequestThresholds();
   job.trace = trace_;

@@ -49,7 +49,7 @@ Result<target::CandidateSpec> StudyRunner::TargetSpec(std::size_t i) {
   const CandidateSpec& spec = study_.candidates[i];
   target::CandidateSpec t;
   t.model = study_.model.name;
-  t.api = study_.api == "completions" ? dialect::Api::kCompletions : dialect::Api::kChat;
+  t.api = StudyApi(study_);
   t.grace = std::chrono::seconds(30);
   t.ready_timeout = study_.slo.cold_start_max ? *study_.slo.cold_start_max * 2 : std::chrono::seconds(600);
   const std::string engine = results_.candidates[i].engine;

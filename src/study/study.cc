@@ -24,6 +24,11 @@ constexpr std::array<Phase, 5> kPhases = {Phase::kProbes, Phase::kSingle, Phase:
                                           Phase::kReplay};
 constexpr std::array<std::string_view, 4> kObjectiveNames = {"max_goodput", "max_goodput_per_cost",
                                                              "min_cost_per_token", "min_ttft_p99"};
+// "an embedding study", "a rerank study": how the messages for a pooling task name it.
+std::string PoolingStudy(Task task) {
+  return task == Task::kEmbedding ? "an embedding study" : "a rerank study";
+}
+
 constexpr std::array<std::string_view, 2> kApiNames = {"chat", "completions"};
 
 std::filesystem::path Resolve(const std::filesystem::path& base, const std::string& file) {
@@ -94,6 +99,15 @@ void ReadTraffic(yaml::MapReader& root, Study& s, const std::filesystem::path& b
   if (auto v = t->Integer("seed", 0, INT64_MAX)) s.traffic.seed = static_cast<std::uint64_t>(*v);
   if (auto v = t->Integer("requests", 1, 100'000'000)) s.traffic.requests = static_cast<std::uint64_t>(*v);
   if (auto v = t->Duration("duration")) s.traffic.duration_s = ToSeconds(*v);
+  if (auto v = t->Integer("inputs_per_request", 1, 4096)) {
+    if (IsPoolingTask(s.task)) {
+      s.traffic.inputs_per_request = static_cast<std::uint32_t>(*v);
+    } else {
+      t->Error(
+          "inputs_per_request",
+          fmt::format("only for task embedding or rerank (this is a {} study)", TaskName(s.task)));
+    }
+  }
   t->Finish();
 }
 
@@ -115,6 +129,13 @@ void ReadSlo(yaml::MapReader& root, Study& s) {
         latency->Error(key, fmt::format("'{}' has no unit: write it, e.g. 2s or 250ms", *value));
         continue;
       }
+      if (IsPoolingTask(s.task) && !key.starts_with("e2e")) {
+        latency->Error(
+            key, fmt::format("{}'s answers are whole, so it has no TTFT, TPOT or ITL: use e2e "
+                             "terms, e.g. e2e_p99: 300ms",
+                             PoolingStudy(s.task)));
+        continue;
+      }
       Result<analyze::Slo> one = analyze::ParseSlo(key + "=" + *value);
       if (!one.ok()) {
         std::string message = one.error().message;
@@ -128,7 +149,8 @@ void ReadSlo(yaml::MapReader& root, Study& s) {
       Result<analyze::Slo> all = analyze::ParseSlo(text);
       if (all.ok()) s.slo.latency = std::move(all.value());
     } else if (latency->Keys().empty()) {
-      m->Error("latency", "needs at least one term, e.g. ttft_p99: 2s");
+      m->Error("latency", IsPoolingTask(s.task) ? "needs at least one term, e.g. e2e_p99: 300ms"
+                                                : "needs at least one term, e.g. ttft_p99: 2s");
     }
     latency->Finish();
   }
@@ -144,13 +166,26 @@ void ReadSlo(yaml::MapReader& root, Study& s) {
 void ReadRequires(yaml::MapReader& root, Study& s) {
   std::optional<yaml::MapReader> m = root.Map("requires");
   if (!m) return;
-  if (auto v = m->Enum("api", kApiNames)) s.api = std::string(kApiNames[*v]);
+  const bool pooling = IsPoolingTask(s.task);
+  if (auto v = m->Enum("api", kApiNames)) {
+    if (pooling) {
+      m->Error("api",
+               "the task fixes the route (embedding: POST /v1/embeddings; rerank: POST "
+               "/v1/rerank): leave it out");
+    } else {
+      s.api = std::string(kApiNames[*v]);
+    }
+  }
   if (auto list = m->TextList("features")) {
     for (std::size_t i = 0; i < list->size(); ++i) {
       std::optional<Feature> f = ParseFeature((*list)[i]);
       if (!f) {
         m->ErrorAt(m->LineOf("features"), fmt::format("{}[{}]", m->Field("features"), i),
                    UnknownFeatureMessage((*list)[i]));
+      } else if (pooling && GenerationFeature(*f)) {
+        m->ErrorAt(m->LineOf("features"), fmt::format("{}[{}]", m->Field("features"), i),
+                   fmt::format("'{}' is a generation feature; {}'s route answers whole", (*list)[i],
+                               PoolingStudy(s.task)));
       } else if (std::find(s.required_features.begin(), s.required_features.end(), *f) ==
                  s.required_features.end()) {
         s.required_features.push_back(*f);
@@ -163,6 +198,10 @@ void ReadRequires(yaml::MapReader& root, Study& s) {
       if (!c) {
         m->ErrorAt(m->LineOf("contracts"), fmt::format("{}[{}]", m->Field("contracts"), i),
                    UnknownContractMessage((*list)[i]));
+      } else if (pooling && *c == Contract::kOutputQuality) {
+        m->ErrorAt(m->LineOf("contracts"), fmt::format("{}[{}]", m->Field("contracts"), i),
+                   fmt::format("the quality probe scores generated text; {} generates none",
+                               PoolingStudy(s.task)));
       } else if (std::find(s.required_contracts.begin(), s.required_contracts.end(), *c) ==
                  s.required_contracts.end()) {
         s.required_contracts.push_back(*c);
@@ -187,7 +226,14 @@ void ReadAcceptedRisks(yaml::MapReader& root, Study& s) {
     r.Finish();
     if (accepted.finding.empty()) continue;
     const FindingRule* rule = RuleFor(accepted.finding);
-    if (rule == nullptr) {
+    const bool generation_probe =
+        accepted.finding.starts_with("cancellation.") || accepted.finding.starts_with("quality.");
+    if (IsPoolingTask(s.task) && generation_probe) {
+      r.Error("finding",
+              fmt::format("{}: the {} probe does not run in {} (its route generates nothing)",
+                          accepted.finding, accepted.finding.substr(0, accepted.finding.find('.')),
+                          PoolingStudy(s.task)));
+    } else if (rule == nullptr) {
       r.Error("finding", UnknownFindingMessage(accepted.finding));
     } else if (rule->breaks == Breaks::kServing || rule->breaks == Breaks::kAvailability) {
       r.Error("finding", fmt::format("{} cannot be accepted: it breaks {}, which every study needs", accepted.finding,
@@ -294,7 +340,14 @@ void ReadPlan(yaml::MapReader& root, Study& s) {
     std::vector<std::string> known;
     for (const qualify::ProbeInfo& p : qualify::AllProbes()) known.emplace_back(p.name);
     for (std::size_t i = 0; i < list->size(); ++i) {
-      if (std::find(known.begin(), known.end(), (*list)[i]) == known.end()) {
+      const bool generation_only = std::any_of(
+          qualify::AllProbes().begin(), qualify::AllProbes().end(),
+          [&](const qualify::ProbeInfo& p) { return p.generation_only && p.name == (*list)[i]; });
+      if (IsPoolingTask(s.task) && generation_only) {
+        m->ErrorAt(m->LineOf("probes"), fmt::format("{}[{}]", m->Field("probes"), i),
+                   fmt::format("'{}' watches or scores generated text; {}'s route generates none",
+                               (*list)[i], PoolingStudy(s.task)));
+      } else if (std::find(known.begin(), known.end(), (*list)[i]) == known.end()) {
         std::optional<std::string> near = yaml::NearestName((*list)[i], known);
         m->ErrorAt(m->LineOf("probes"), fmt::format("{}[{}]", m->Field("probes"), i),
                    fmt::format("unknown probe '{}'{}", (*list)[i],
@@ -339,13 +392,45 @@ void ReadPlan(yaml::MapReader& root, Study& s) {
     if (auto v = r->Number("rate_scale", 1e-4, 1e4)) s.plan.replay_rate_scale = *v;
     r->Finish();
   }
-  if (auto v = m->Integer("output_tokens_cap", 1, 1'000'000)) s.plan.output_tokens_cap = static_cast<std::uint32_t>(*v);
+  if (auto v = m->Integer("output_tokens_cap", 1, 1'000'000)) {
+    if (IsPoolingTask(s.task)) {
+      m->Error("output_tokens_cap",
+               "answers are vectors or scores: there is no output length to cap");
+    } else {
+      s.plan.output_tokens_cap = static_cast<std::uint32_t>(*v);
+    }
+  }
   m->Finish();
 }
 
 }  // namespace
 
 std::string_view TaskName(Task task) { return kTaskNames[static_cast<std::size_t>(task)]; }
+bool IsPoolingTask(Task task) { return task == Task::kEmbedding || task == Task::kRerank; }
+
+dialect::Api StudyApi(const Study& study) {
+  switch (study.task) {
+    case Task::kEmbedding:
+      return dialect::Api::kEmbeddings;
+    case Task::kRerank:
+      return dialect::Api::kRerank;
+    default:
+      return study.api == "completions" ? dialect::Api::kCompletions : dialect::Api::kChat;
+  }
+}
+
+Feature ApiFeature(const Study& study) {
+  switch (StudyApi(study)) {
+    case dialect::Api::kEmbeddings:
+      return Feature::kEmbeddings;
+    case dialect::Api::kRerank:
+      return Feature::kRerank;
+    case dialect::Api::kCompletions:
+      return Feature::kOpenaiCompletions;
+    default:
+      return Feature::kOpenaiChat;
+  }
+}
 std::string_view PhaseName(Phase phase) { return kPhaseNames[static_cast<std::size_t>(phase)]; }
 std::span<const Phase> AllPhases() { return kPhases; }
 std::string_view ObjectiveName(Objective objective) { return kObjectiveNames[static_cast<std::size_t>(objective)]; }
@@ -387,6 +472,12 @@ Result<Study> ParseStudy(std::string_view text, std::string_view source_name, co
   ReadCandidates(root, s, base);
   ReadPlan(root, s);
   if (auto v = root.Enum("objective", kObjectiveNames)) s.objective = static_cast<Objective>(*v);
+  if (IsPoolingTask(s.task) && s.objective == Objective::kMinTtftP99) {
+    root.Error("objective",
+               fmt::format("{} has no TTFT: rank by max_goodput, max_goodput_per_cost or "
+                           "min_cost_per_token",
+                           PoolingStudy(s.task)));
+  }
   if (auto v = root.Duration("budget")) s.budget = *v;
   root.Finish();
 

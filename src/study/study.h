@@ -27,10 +27,16 @@
 #include "study/contracts.h"
 #include "study/features.h"
 
+namespace bakeoff::dialect {
+enum class Api;  // dialect/request.h
+}  // namespace bakeoff::dialect
+
 namespace bakeoff::study {
 
 enum class Task { kChat, kCompletion, kEmbedding, kRerank };
 std::string_view TaskName(Task task);
+// Embedding and rerank: whole answers of vectors or scores, no tokens generated.
+bool IsPoolingTask(Task task);
 
 struct ModelSpec {
   std::string name;          // what requests carry as "model"
@@ -61,6 +67,9 @@ struct TrafficSpec {
   std::uint64_t seed = 1;       // synthesis and the load's prompts
   std::uint64_t requests = 0;   // synthesize (or keep) this many; 0: what the source gives
   double duration_s = 0;        // kShape/kFingerprint: synthesize this long; 0: the source's
+  // Pooling tasks: texts (embedding) or documents (rerank) per request, each of a workload
+  // request's input length; 1 for generation.
+  std::uint32_t inputs_per_request = 1;
 };
 
 struct SloSpec {
@@ -143,6 +152,12 @@ struct Study {
 
   bool Runs(Phase phase) const;
 };
+
+// The route every candidate is measured on: the task's pooling route, else `api` (chat or
+// completions).
+dialect::Api StudyApi(const Study& study);
+// That route as a catalog feature (openai_chat, openai_completions, embeddings, rerank).
+Feature ApiFeature(const Study& study);
 
 // Every mistake at once (kInvalidInput, one line each). Paths in the study are resolved against
 // the folder of `source_path` (for ParseStudy: the current folder when it is empty).

@@ -1,9 +1,11 @@
 // The study file: the demo study reads whole; every mistake of a wrong one is named at once.
 #include "study/study.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
-#include <string>
+#include "dialect/request.h"
 
 namespace bakeoff::study {
 namespace {
@@ -80,6 +82,88 @@ budgett: 10min
         "wrong.yaml:19: objective:", "wrong.yaml:20: budgett: unknown key; did you mean budget?"}) {
     EXPECT_NE(m.find(expected), std::string::npos) << "missing: " << expected << "\n" << m;
   }
+}
+
+const std::string kPooling = R"(name: pool
+task: embedding
+model: {name: m, architecture: bert, quantization: f16, max_context: 512}
+hardware: {accelerator: cpu}
+traffic: {shape: shape.yaml, inputs_per_request: 8}
+slo:
+  latency: {e2e_p99: 300ms}
+candidates:
+  - name: a
+    url: http://127.0.0.1:8000
+)";
+
+TEST(StudyTest, APoolingStudyReadsWithItsOwnRoute) {
+  Result<Study> s = ParseStudy(kPooling, "pool.yaml");
+  // Still refused as a whole until the runner measures it (the task line); nothing else.
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message.find("pool.yaml:5"), std::string::npos) << s.error().message;
+  EXPECT_EQ(s.error().message.find("pool.yaml:7"), std::string::npos) << s.error().message;
+  Study study;
+  study.task = Task::kEmbedding;
+  EXPECT_EQ(StudyApi(study), dialect::Api::kEmbeddings);
+  EXPECT_EQ(ApiFeature(study), Feature::kEmbeddings);
+  study.task = Task::kRerank;
+  EXPECT_EQ(StudyApi(study), dialect::Api::kRerank);
+  EXPECT_EQ(ApiFeature(study), Feature::kRerank);
+  study.task = Task::kCompletion;
+  study.api = "completions";
+  EXPECT_EQ(StudyApi(study), dialect::Api::kCompletions);
+  EXPECT_FALSE(IsPoolingTask(Task::kChat));
+  EXPECT_TRUE(IsPoolingTask(Task::kRerank));
+}
+
+TEST(StudyTest, APoolingStudyRefusesWhatHasNoMeaningForIt) {
+  const std::string wrong = R"(name: pool
+task: rerank
+model: {name: m, architecture: bert, quantization: f16, max_context: 512}
+hardware: {accelerator: cpu}
+traffic: {shape: shape.yaml, inputs_per_request: 5000}
+slo:
+  latency: {ttft_p99: 2s, e2e_p99: 300ms}
+requires: {api: chat, features: [prefix_caching, streaming], contracts: [output_quality]}
+accept_risks:
+  - {finding: cancellation.keeps_generating, reason: x}
+candidates:
+  - name: a
+    url: http://127.0.0.1:8000
+plan:
+  probes: [readiness, cancellation]
+  output_tokens_cap: 64
+objective: min_ttft_p99
+)";
+  Result<Study> s = ParseStudy(wrong, "pool.yaml");
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message;
+  for (const char* expected :
+       {"pool.yaml:5: traffic.inputs_per_request:",
+        "pool.yaml:7: slo.latency.ttft_p99: a rerank study's answers are whole",
+        "pool.yaml:8: requires.api: the task fixes the route",
+        "requires.features[1]: 'streaming' is a generation feature",
+        "requires.contracts[0]: the quality probe scores generated text",
+        "pool.yaml:10: accept_risks[0].finding: cancellation.keeps_generating: the cancellation "
+        "probe does not run",
+        "plan.probes[1]: 'cancellation' watches or scores generated text",
+        "plan.output_tokens_cap: answers are vectors or scores",
+        "objective: a rerank study has no TTFT"}) {
+    EXPECT_NE(m.find(expected), std::string::npos) << expected << "\n" << m;
+  }
+  EXPECT_EQ(m.find("slo.latency.e2e_p99"), std::string::npos) << m;
+  EXPECT_EQ(m.find("features[0]"), std::string::npos) << m;
+}
+
+TEST(StudyTest, InputsPerRequestIsOnlyForPoolingTasks) {
+  std::string chat = kPooling;
+  chat.replace(chat.find("task: embedding"), 15, "task: chat");
+  Result<Study> s = ParseStudy(chat, "chat.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find(
+                "chat.yaml:5: traffic.inputs_per_request: only for task embedding or rerank"),
+            std::string::npos)
+      << s.error().message;
 }
 
 TEST(StudyTest, CrossFieldRulesNameTheFieldToChange) {
