@@ -50,6 +50,15 @@ std::string StudyMarkdown(const StudyResults& r) {
   std::string md = fmt::format("# Decision record: {}\n\n", s.name);
   if (std::string banner = Banner(r); !banner.empty()) md += fmt::format("> **{}**\n\n", banner);
   md += fmt::format("- Study: `study.yaml` (sha256 `{}`)\n", r.study_hash.substr(0, 16));
+  // A pooling study's answers are whole: it speaks in E2E and inputs (texts or documents) per
+  // second, never TTFT or TPOT.
+  const bool pooling = study::IsPoolingTask(s.task);
+  const std::uint32_t inputs = s.traffic.inputs_per_request;
+  if (pooling) {
+    md += fmt::format("- Task: {} (POST {}, {} {} per request)\n", study::TaskName(s.task),
+                      s.task == study::Task::kRerank ? "/v1/rerank" : "/v1/embeddings", inputs,
+                      s.task == study::Task::kRerank ? "documents" : "texts");
+  }
   md += fmt::format("- Model: {} ({}{}, {}, {} tokens of context{})\n", s.model.name, s.model.architecture,
                     s.model.moe ? ", MoE" : "", s.model.quantization, s.model.max_context,
                     s.model.revision.empty() ? ", revision not pinned" : ", revision " + s.model.revision);
@@ -80,14 +89,33 @@ std::string StudyMarkdown(const StudyResults& r) {
     }
     md += pointers.empty() ? "\n" : fmt::format(" ({})\n", pointers);
   }
-  md += "\n| candidate | status | capacity (req/s) | goodput (req/s) | TTFT p99 at capacity | cost/Mtok | rank |\n";
-  md += "|---|---|---|---|---|---|---|\n";
+  if (pooling) {
+    md +=
+        "\n| candidate | status | capacity (req/s) | inputs/s at capacity | goodput (req/s) | E2E "
+        "p99 at capacity | "
+        "cost/M input tokens | rank |\n|---|---|---|---|---|---|---|---|\n";
+  } else {
+    md +=
+        "\n| candidate | status | capacity (req/s) | goodput (req/s) | TTFT p99 at capacity | "
+        "cost/Mtok | rank |\n";
+    md += "|---|---|---|---|---|---|---|\n";
+  }
   for (const CandidateResult& c : r.candidates) {
     const CandidateVerdict* v = VerdictOf(r, c.name);
     if (v == nullptr) continue;
-    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", MarkdownCell(c.name), c.emulated ? " (emulated)" : "",
-                      study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(v->ttft_p99_ms),
-                      Num(v->cost_per_million_tokens), v->rank > 0 ? std::to_string(v->rank) : "-");
+    const std::string rank = v->rank > 0 ? std::to_string(v->rank) : "-";
+    const std::string name = MarkdownCell(c.name) + (c.emulated ? " (emulated)" : "");
+    if (pooling) {
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", name,
+                        study::CandidateStatusName(v->status), Num(v->capacity_per_s),
+                        Num(v->inputs_per_s), Num(v->goodput_per_s), Ms(v->e2e_p99_ms),
+                        Num(v->cost_per_million_tokens), rank);
+    } else {
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name,
+                        study::CandidateStatusName(v->status), Num(v->capacity_per_s),
+                        Num(v->goodput_per_s), Ms(v->ttft_p99_ms), Num(v->cost_per_million_tokens),
+                        rank);
+    }
   }
 
   md += "\n## Evidence per SLO clause\n\n";
@@ -121,35 +149,59 @@ std::string StudyMarkdown(const StudyResults& r) {
   md += "\n## Workload\n\n";
   const study::WorkloadFigures& w = r.workload;
   md += fmt::format("- Source: {}{}\n", w.source, w.synthesized ? " (synthesized)" : "");
-  md += fmt::format("- {} requests at {:.3g} req/s; prompts {:.0f} tokens, answers {:.0f} tokens on average "
-                    "(output/input {:.2f})\n",
-                    w.requests, w.rate_per_s, w.input_tokens_mean, w.output_tokens_mean, w.output_input_ratio);
+  if (pooling) {
+    md += fmt::format(
+        "- {} requests at {:.3g} req/s; {} inputs per request of {:.0f} tokens each on average\n",
+        w.requests, w.rate_per_s, inputs, w.input_tokens_mean);
+  } else {
+    md += fmt::format(
+        "- {} requests at {:.3g} req/s; prompts {:.0f} tokens, answers {:.0f} tokens on average "
+        "(output/input {:.2f})\n",
+        w.requests, w.rate_per_s, w.input_tokens_mean, w.output_tokens_mean, w.output_input_ratio);
+  }
   if (w.prefix_reuse >= 0) md += fmt::format("- Prefix reuse: {:.0f}% of prompt tokens\n", 100 * w.prefix_reuse);
   if (w.peak_to_mean_1s > 0) md += fmt::format("- 1 s peak-to-mean: {:.1f}\n", w.peak_to_mean_1s);
   if (!w.classification.empty()) md += fmt::format("- Classified as: {}\n", w.classification);
   md += "- Fingerprint: `fingerprint.json`; the requests: `workload/trace.jsonl`\n";
 
-  md += "\n## Measurements\n\n| candidate | phase | step | requests | attainment | TTFT p50 / p99 | TPOT p50 / p99 | "
-        "output tok/s | records |\n|---|---|---|---|---|---|---|---|---|\n";
+  md += pooling ? "\n## Measurements\n\n| candidate | phase | step | requests | attainment | E2E "
+                  "p50 / p99 | req/s | "
+                  "inputs/s | records |\n|---|---|---|---|---|---|---|---|---|\n"
+                : "\n## Measurements\n\n| candidate | phase | step | requests | attainment | TTFT "
+                  "p50 / p99 | TPOT p50 / p99 | "
+                  "output tok/s | records |\n|---|---|---|---|---|---|---|---|---|\n";
+  // The latency and throughput columns of a step: the task's own figures.
+  const auto step_columns = [&](const study::StepFigures& f) {
+    return pooling ? fmt::format("{} / {} | {:.3g} | {:.0f}", Ms(f.e2e_p50_ms), Ms(f.e2e_p99_ms),
+                                 f.request_rate_per_s, f.request_rate_per_s * inputs)
+                   : fmt::format("{} / {} | {} / {} | {:.0f}", Ms(f.ttft_p50_ms), Ms(f.ttft_p99_ms),
+                                 Ms(f.tpot_p50_ms), Ms(f.tpot_p99_ms), f.output_tokens_per_s);
+  };
+  // A capacity trial's: the tails alone.
+  const auto capacity_columns = [&](const study::StepFigures& f) {
+    return pooling ? step_columns(f)
+                   : fmt::format("{} | {} | {:.0f}", Ms(f.ttft_p99_ms), Ms(f.tpot_p99_ms),
+                                 f.output_tokens_per_s);
+  };
   for (const CandidateResult& c : r.candidates) {
     for (const study::PhaseResult& p : c.phases) {
       for (const study::StepFigures& f : p.steps) {
-        md += fmt::format("| {} | {} {}{} | {} | {} | {:.1f}% | {} / {} | {} / {} | {:.0f} | `{}` |\n", MarkdownCell(c.name),
-                          study::PhaseName(p.phase), p.round + 1, p.simulated ? " (simulated)" : "", MarkdownCell(f.label),
-                          f.measured, 100 * f.attainment, Ms(f.ttft_p50_ms), Ms(f.ttft_p99_ms), Ms(f.tpot_p50_ms),
-                          Ms(f.tpot_p99_ms), f.output_tokens_per_s, f.records);
+        md += fmt::format("| {} | {} {}{} | {} | {} | {:.1f}% | {} | `{}` |\n",
+                          MarkdownCell(c.name), study::PhaseName(p.phase), p.round + 1,
+                          p.simulated ? " (simulated)" : "", MarkdownCell(f.label), f.measured,
+                          100 * f.attainment, step_columns(f), f.records);
       }
     }
     for (const study::CapacitySummary::Point& p : c.capacity.points) {
       std::uint64_t requests = 0;
       for (const study::StepFigures& t : p.trials) requests += t.measured;
-      md += fmt::format("| {} | capacity{} | {:.4g} req/s: {} | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} | {} | {} |\n",
-                        MarkdownCell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
-                        p.passed ? "pass" : MarkdownCell("fail, " + p.why_not), requests, 100 * p.attainment, 100 * p.attainment_lower,
-                        100 * p.attainment_upper, p.trials.empty() ? "-" : Ms(p.trials.front().ttft_p99_ms),
-                        p.trials.empty() ? "-" : Ms(p.trials.front().tpot_p99_ms),
-                        p.trials.empty() ? "-" : fmt::format("{:.0f}", p.trials.front().output_tokens_per_s),
-                        p.trials.empty() ? "-" : "`" + p.trials.front().records + "`");
+      md += fmt::format(
+          "| {} | capacity{} | {:.4g} req/s: {} | {} | {:.1f}% [{:.1f}, {:.1f}] | {} | {} |\n",
+          MarkdownCell(c.name), c.capacity.simulated ? " (simulated)" : "", p.rate_per_s,
+          p.passed ? "pass" : MarkdownCell("fail, " + p.why_not), requests, 100 * p.attainment,
+          100 * p.attainment_lower, 100 * p.attainment_upper,
+          p.trials.empty() ? "- | - | -" : capacity_columns(p.trials.front()),
+          p.trials.empty() ? "-" : "`" + p.trials.front().records + "`");
     }
   }
 
@@ -179,16 +231,19 @@ std::string StudyMarkdown(const StudyResults& r) {
 std::string StudySummaryText(const StudyResults& r) {
   std::string out;
   if (std::string banner = Banner(r); !banner.empty()) out += banner + "\n\n";
-  out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n", "candidate", "status", "capacity/s",
-                     "goodput/s", "TTFT p99", "cold start", "rank");
+  const bool pooling = study::IsPoolingTask(r.study.task);
+  out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n", "candidate", "status",
+                     "capacity/s", "goodput/s", pooling ? "E2E p99" : "TTFT p99", "cold start",
+                     "rank");
   for (const CandidateResult& c : r.candidates) {
     const CandidateVerdict* v = VerdictOf(r, c.name);
     if (v == nullptr) continue;
-    out += fmt::format("{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n",
-                       c.name + (c.emulated ? "*" : ""), study::CandidateStatusName(v->status),
-                       Num(v->capacity_per_s), Num(v->goodput_per_s), Ms(v->ttft_p99_ms),
-                       c.probes.cold_start_s >= 0 ? fmt::format("{:.2f} s", c.probes.cold_start_s) : "-",
-                       v->rank > 0 ? std::to_string(v->rank) : "-");
+    out += fmt::format(
+        "{:<20} {:<13} {:>12} {:>12} {:>14} {:>10} {:>6}\n", c.name + (c.emulated ? "*" : ""),
+        study::CandidateStatusName(v->status), Num(v->capacity_per_s), Num(v->goodput_per_s),
+        Ms(v->TailLatencyMs()),
+        c.probes.cold_start_s >= 0 ? fmt::format("{:.2f} s", c.probes.cold_start_s) : "-",
+        v->rank > 0 ? std::to_string(v->rank) : "-");
   }
   if (r.verdict.emulated) out += "(* emulated)\n";
   out += "\n";

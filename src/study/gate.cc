@@ -278,6 +278,23 @@ GateTable GateOnCatalog(const Study& study, const Catalog* catalog) {
   return table;
 }
 
+void ApplyRouteCheck(GateRow& row, const Study& study, bool served, const std::string& detail,
+                     const std::string& evidence) {
+  GateCell* cell = row.Find("api");
+  if (cell == nullptr) return;
+  const std::string_view feature = FeatureName(ApiFeature(study));
+  if (!served) {
+    const std::string catalog_said =
+        cell->status == CellStatus::kPass
+            ? fmt::format("the catalog says it offers {}, but ", feature)
+            : "";
+    *cell = {cell->constraint, CellStatus::kFail, catalog_said + detail, evidence};
+  } else if (cell->status == CellStatus::kUnknown) {
+    *cell = {cell->constraint, CellStatus::kPass, fmt::format("serves {}: {}", feature, detail),
+             evidence};
+  }
+}
+
 void ApplyProbeEvidence(GateRow& row, const Study& study, const qualify::ProbeRun& run,
                         const std::string& probes_json) {
   auto result_of = [&](std::string_view probe) -> const qualify::ProbeResult* {

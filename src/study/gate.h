@@ -64,6 +64,14 @@ GateTable GateOnCatalog(const Study& study, const Catalog* catalog);
 void ApplyProbeEvidence(GateRow& row, const Study& study, const qualify::ProbeRun& run,
                         const std::string& probes_json);
 
+// What one request to the study's route (a pooling task's /v1/embeddings or /v1/rerank) found
+// before any probe: `served` when it was answered; otherwise the server said it does not serve
+// the route (target::GenerationAnswer::route_missing), with `detail` its words. Sets the row's
+// `api` cell: a route not served fails it (whatever the catalog said), a served one passes an
+// unknown cell. `evidence` names the file kept ("route check: candidates/x/route.json").
+void ApplyRouteCheck(GateRow& row, const Study& study, bool served, const std::string& detail,
+                     const std::string& evidence);
+
 nlohmann::json ToJson(const GateTable& table);
 
 }  // namespace bakeoff::study

@@ -55,6 +55,7 @@ Result<StudyResults> StudyRunner::Run() {
     c.eliminated = results_.gate.Find(spec.name)->Eliminated();
     if (c.eliminated) log_(fmt::format("{}: eliminated at the gate: {}", spec.name, results_.gate.Find(spec.name)->Failures()[0]));
   }
+  if (Status st = CheckRoutes(); !st.ok()) return st.error();
   if (Status st = WriteGate(); !st.ok()) return st.error();
   if (Status st = CheckComparable(); !st.ok()) return st.error();
   PlanBudget();

@@ -110,8 +110,11 @@ void StudyRunner::Capacity(std::size_t i) {
     if (outcome->emulated) c.capacity.emulated = c.emulated = true;
     t.where = Relative(outcome->records_path);
     trials[rate].push_back(FiguresOf(step, t.where));
-    log_(fmt::format("{}:   {:.4g} req/s (repeat {}): attainment {:.1f}%, TTFT p99 {:.0f} ms",
-                     study_.candidates[i].name, rate, repeat + 1, 100 * step.slo_attainment, step.ttft_ms.p99.value));
+    const bool pooling = IsPoolingTask(study_.task);
+    log_(fmt::format("{}:   {:.4g} req/s (repeat {}): attainment {:.1f}%, {} p99 {:.0f} ms",
+                     study_.candidates[i].name, rate, repeat + 1, 100 * step.slo_attainment,
+                     pooling ? "E2E" : "TTFT",
+                     pooling ? step.e2e_ms.p99.value : step.ttft_ms.p99.value));
     return t;
   };
   const analyze::CapacityResult found = analyze::SearchCapacity(o, measure, stop);

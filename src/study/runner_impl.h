@@ -14,8 +14,8 @@
 //   runner_budget.cc     the budget's runner side (the sharing itself is study/budget.h): the
 //                        plan's lines, each load phase run's slice and its steps' parts of it,
 //                        and every cut recorded
-//   runner_processes.cc  candidates' processes (launched, emulated, attached) and where the load
-//                        runs
+//   runner_processes.cc  candidates' processes (launched, emulated, attached), where the load
+//                        runs, and the route check of a pooling study
 //   runner_probes.cc     the probes phase, and its findings as the study judges them
 //   runner_load.cc       the single, sweep and replay phases (a round each), and the load job
 //                        every load phase sends
@@ -147,6 +147,9 @@ class StudyRunner {
   Status KeepWorkload();
   // Attached servers must serve the study's model: otherwise the candidates are not comparable.
   Status CheckComparable();
+  // A pooling study: one request to the route of every candidate still in; one that does not
+  // serve it is eliminated at the gate (gate.h ApplyRouteCheck), with route.json kept.
+  Status CheckRoutes();
 
   // --- runner_resume.cc: what an earlier run left in the bundle ---
 

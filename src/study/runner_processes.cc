@@ -4,12 +4,12 @@
 // serves) and stopped when the round moves on, and where each load phase sends its load (the
 // virtual clock for an emulated candidate). Declarations in runner_impl.h.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
+#include "core/json_dump.h"
 #include "study/runner_impl.h"
 #include "target/adapters.h"
 #include "target/detection.h"
@@ -113,6 +113,42 @@ void StudyRunner::StopProcess(std::size_t i) {
   if (found == processes_.end()) return;
   if (found->second->Running()) found->second->Stop();
   processes_.erase(found);
+}
+
+Status StudyRunner::CheckRoutes() {
+  if (!IsPoolingTask(study_.task)) return Ok{};
+  for (std::size_t i = 0; i < study_.candidates.size(); ++i) {
+    CandidateResult& c = results_.candidates[i];
+    if (c.eliminated) continue;
+    // What cannot be brought up is the probes' to say (cold_start, readiness), not the gate's.
+    Result<target::CandidateSpec> spec = TargetSpec(i);
+    if (!spec.ok()) continue;
+    Result<target::Candidate> candidate = target::Candidate::Create(spec.value());
+    if (!candidate.ok() || (candidate->launch_mode() && !candidate->Launch().ok())) continue;
+    (void)candidate->WaitReady(
+        candidate->spec().ready_timeout);  // stops at once on a missing route
+    const target::GenerationAnswer answer = candidate->Generate("Hello", 1);
+    if (candidate->launch_mode() && candidate->Running()) candidate->Stop();
+    const std::string route = dialect::RequestPath(spec->api, study_.model.name, false);
+    const std::string detail =
+        answer.ok ? fmt::format("POST {} answered HTTP {} with {} {}", route, answer.status,
+                                answer.items, answer.items == 1 ? "answer" : "answers")
+                  : answer.error;
+    const fs::path file = Dir(i, "route.json");
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    nlohmann::ordered_json j = {{"route", "POST " + route}, {"status", answer.status},
+                                {"served", answer.ok},      {"route_missing", answer.route_missing},
+                                {"detail", detail},         {"body", answer.body}};
+    if (Status st = WriteFileAtomically(file, DumpJson(j, 2)); !st.ok()) return st.error();
+    if (!answer.ok && !answer.route_missing) continue;  // some other failure: the probes say it
+    GateRow* row = results_.gate.Find(study_.candidates[i].name);
+    ApplyRouteCheck(*row, study_, answer.ok, detail, "route check: " + Relative(file));
+    c.eliminated = row->Eliminated();
+    if (c.eliminated)
+      log_(fmt::format("{}: eliminated at the gate: {}", c.name, row->Failures()[0]));
+  }
+  return Ok{};
 }
 
 Result<run::LoadTarget> StudyRunner::Target(std::size_t i) {

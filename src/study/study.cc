@@ -482,10 +482,6 @@ Result<Study> ParseStudy(std::string_view text, std::string_view source_name, co
   root.Finish();
 
   // Cross-field rules, each at the line of the field that has to change.
-  if (s.task == Task::kEmbedding || s.task == Task::kRerank) {
-    root.Error("task", fmt::format("'{}' studies are not supported yet: the load phases send generations",
-                                   TaskName(s.task)));
-  }
   const bool needs_price = s.objective == Objective::kMaxGoodputPerCost || s.objective == Objective::kMinCostPerToken ||
                            s.slo.cost_per_million_tokens_max.has_value();
   if (needs_price && s.hardware.price_per_hour <= 0) {

@@ -79,7 +79,13 @@ class CandidateJudge {
       v_.status = CandidateStatus::kMeetsSlo;
     }
     SetObjective();
-    v_.ttft_p99_ms = ttft_p99_ms_ > 0 ? ttft_p99_ms_ : -1;
+    if (IsPoolingTask(study_.task)) {
+      v_.e2e_p99_ms = e2e_p99_ms_ > 0 ? e2e_p99_ms_ : -1;
+      v_.inputs_per_s =
+          requests_per_s_ > 0 ? requests_per_s_ * study_.traffic.inputs_per_request : -1;
+    } else {
+      v_.ttft_p99_ms = ttft_p99_ms_ > 0 ? ttft_p99_ms_ : -1;
+    }
     return v_;
   }
 
@@ -159,10 +165,18 @@ class CandidateJudge {
       v_.capacity_per_s = cap.capacity_per_s;
       v_.goodput_per_s = goodput;
       // Output tokens per second sustained at that rate, by the same reasoning.
-      output_tokens_per_s_ = capacity_point_->rate_per_s * capacity_point_->availability *
-                             MeanOver(capacity_point_->trials, &StepFigures::mean_output_tokens);
-      ttft_p99_ms_ = 0;
-      for (const StepFigures& t : capacity_point_->trials) ttft_p99_ms_ = std::max(ttft_p99_ms_, t.ttft_p99_ms);
+      // (A pooling study's tokens are its inputs': it generates none.)
+      output_tokens_per_s_ =
+          capacity_point_->rate_per_s * capacity_point_->availability *
+          MeanOver(capacity_point_->trials, IsPoolingTask(study_.task)
+                                                ? &StepFigures::mean_prompt_tokens
+                                                : &StepFigures::mean_output_tokens);
+      ttft_p99_ms_ = e2e_p99_ms_ = 0;
+      for (const StepFigures& t : capacity_point_->trials) {
+        ttft_p99_ms_ = std::max(ttft_p99_ms_, t.ttft_p99_ms);
+        e2e_p99_ms_ = std::max(e2e_p99_ms_, t.e2e_p99_ms);
+      }
+      requests_per_s_ = capacity_point_->rate_per_s * capacity_point_->availability;
       objective_pointer_ = pointer;
       if (slo.min_goodput_per_s > 0) {
         Add({"min_goodput", goodput >= slo.min_goodput_per_s ? CellStatus::kPass : CellStatus::kFail, goodput,
@@ -199,7 +213,11 @@ class CandidateJudge {
            fmt::format("{:.2f}% of {} replayed requests completed", 100 * availability, replay_->measured),
            replay_->records});
       ttft_p99_ms_ = replay_->ttft_p99_ms;
-      output_tokens_per_s_ = replay_->output_tokens_per_s;
+      e2e_p99_ms_ = replay_->e2e_p99_ms;
+      requests_per_s_ = replay_->request_rate_per_s;
+      output_tokens_per_s_ = IsPoolingTask(study_.task)
+                                 ? replay_->request_rate_per_s * replay_->mean_prompt_tokens
+                                 : replay_->output_tokens_per_s;
       v_.goodput_per_s = replay_->goodput_per_s;
       objective_pointer_ = replay_->records;
       figures_from_ = "on the replay";
@@ -215,13 +233,17 @@ class CandidateJudge {
   // longest quarter's and against a request alone.
   void HeadOfLine() {
     if (replay_ == nullptr || replay_->short_count == 0 || replay_->long_ttft_p99_ms <= 0) return;
+    // A whole (pooling) answer's first token is its end: the quarters' figures are E2E there.
+    const bool pooling = IsPoolingTask(study_.task);
     double alone_ms = 0;
     for (const PhaseResult& p : c_.phases) {
       if (p.phase == Phase::kSingle && !p.steps.empty()) alone_ms = p.steps.front().ttft_p50_ms;
     }
     const std::string figures = fmt::format(
-        "TTFT p99 of the shortest quarter of prompts {} ({} requests) next to {} for the longest quarter ({}){}",
-        Ms(replay_->short_ttft_p99_ms), replay_->short_count, Ms(replay_->long_ttft_p99_ms), replay_->long_count,
+        "{} p99 of the shortest quarter of {} {} ({} requests) next to {} for the longest quarter "
+        "({}){}",
+        pooling ? "E2E" : "TTFT", pooling ? "inputs" : "prompts", Ms(replay_->short_ttft_p99_ms),
+        replay_->short_count, Ms(replay_->long_ttft_p99_ms), replay_->long_count,
         alone_ms > 0 ? fmt::format("; a request alone: {} (p50)", Ms(alone_ms)) : "");
     const bool blocked = alone_ms > 0 && replay_->short_ttft_p99_ms > 5 * alone_ms &&
                          replay_->short_ttft_p99_ms >= 0.5 * replay_->long_ttft_p99_ms;
@@ -262,9 +284,10 @@ class CandidateJudge {
     const double ceiling = *study_.slo.cost_per_million_tokens_max;
     Add({"cost", v_.cost_per_million_tokens <= ceiling ? CellStatus::kPass : CellStatus::kFail,
          v_.cost_per_million_tokens, ceiling, study_.hardware.currency + "/Mtok",
-         fmt::format("{:.3g} {} per million output tokens {} ({:.0f} tokens/s at {:.2f} {}/h)",
-                     v_.cost_per_million_tokens, study_.hardware.currency, figures_from_, output_tokens_per_s_, price,
-                     study_.hardware.currency),
+         fmt::format("{:.3g} {} per million {} tokens {} ({:.0f} tokens/s at {:.2f} {}/h)",
+                     v_.cost_per_million_tokens, study_.hardware.currency,
+                     IsPoolingTask(study_.task) ? "input" : "output", figures_from_,
+                     output_tokens_per_s_, price, study_.hardware.currency),
          objective_pointer_});
   }
 
@@ -302,6 +325,8 @@ class CandidateJudge {
   const StepFigures* replay_ = nullptr;
   double output_tokens_per_s_ = 0;
   double ttft_p99_ms_ = 0;
+  double e2e_p99_ms_ = 0;
+  double requests_per_s_ = 0;  // completed requests per second where the figures come from
   std::string objective_pointer_;
   std::string figures_from_ = "at capacity";
 };
@@ -313,7 +338,7 @@ void Rank(const Study& study, Verdict& verdict) {
   }
   const bool higher = HigherIsBetter(study.objective);
   // Objective values closer than the capacity search's precision are a tie: the search cannot
-  // tell them apart, so the lower TTFT p99 decides.
+  // tell them apart, so the lower TTFT p99 (a pooling study: E2E p99) decides.
   const double precision = study.plan.capacity_precision;
   auto tied = [&](const CandidateVerdict* a, const CandidateVerdict* b) {
     const double scale = std::max(std::abs(a->objective), std::abs(b->objective));
@@ -328,8 +353,8 @@ void Rank(const Study& study, Verdict& verdict) {
     while (end < ranked.size() && tied(ranked[0], ranked[end])) ++end;
     std::stable_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(end),
                      [](const CandidateVerdict* a, const CandidateVerdict* b) {
-                       const double ta = a->ttft_p99_ms < 0 ? 1e300 : a->ttft_p99_ms;
-                       const double tb = b->ttft_p99_ms < 0 ? 1e300 : b->ttft_p99_ms;
+                       const double ta = a->TailLatencyMs() < 0 ? 1e300 : a->TailLatencyMs();
+                       const double tb = b->TailLatencyMs() < 0 ? 1e300 : b->TailLatencyMs();
                        return ta < tb;
                      });
     verdict.tied = true;
@@ -383,12 +408,14 @@ void WriteRationale(const Study& study, Verdict& v) {
   }
   if (const CandidateVerdict* rollback = Named(v, v.rollback); rollback != nullptr && v.tied) {
     const CandidateVerdict* choice = Named(v, v.choice);
-    v.rationale.push_back({fmt::format("{} and {} are within the capacity search's precision ({:.0f}%) of each other "
-                                       "on {}; the lower TTFT p99 at capacity decided ({} against {}).",
-                                       choice->name, rollback->name, 100 * study.plan.capacity_precision,
-                                       ObjectiveName(study.objective), Ms(choice->ttft_p99_ms), Ms(rollback->ttft_p99_ms)),
-                           {Pointers(*choice).empty() ? "" : Pointers(*choice)[0],
-                            Pointers(*rollback).empty() ? "" : Pointers(*rollback)[0]}});
+    v.rationale.push_back(
+        {fmt::format("{} and {} are within the capacity search's precision ({:.0f}%) of each other "
+                     "on {}; the lower {} p99 at capacity decided ({} against {}).",
+                     choice->name, rollback->name, 100 * study.plan.capacity_precision,
+                     ObjectiveName(study.objective), IsPoolingTask(study.task) ? "E2E" : "TTFT",
+                     Ms(choice->TailLatencyMs()), Ms(rollback->TailLatencyMs())),
+         {Pointers(*choice).empty() ? "" : Pointers(*choice)[0],
+          Pointers(*rollback).empty() ? "" : Pointers(*rollback)[0]}});
   }
   if (const CandidateVerdict* rollback = Named(v, v.rollback)) {
     v.rationale.push_back({fmt::format("Roll back to {}: it also meets the SLO ({}).", rollback->name, ObjectiveText(*rollback)),
@@ -567,23 +594,31 @@ nlohmann::json ToJson(const Verdict& v) {
                           {"text", e.text},
                           {"pointer", e.pointer}});
     }
-    candidates.push_back({{"name", c.name},
-                          {"findings", c.findings},
-                          {"status", CandidateStatusName(c.status)},
-                          {"engine", c.engine},
-                          {"version", c.version},
-                          {"emulated", c.emulated},
-                          {"rank", c.rank},
-                          {"objective", c.has_objective ? nlohmann::json(c.objective) : nlohmann::json()},
-                          {"objective_unit", c.objective_unit},
-                          {"capacity_per_s", c.capacity_per_s >= 0 ? nlohmann::json(c.capacity_per_s) : nlohmann::json()},
-                          {"goodput_per_s", c.goodput_per_s >= 0 ? nlohmann::json(c.goodput_per_s) : nlohmann::json()},
-                          {"ttft_p99_ms", c.ttft_p99_ms >= 0 ? nlohmann::json(c.ttft_p99_ms) : nlohmann::json()},
-                          {"cost_per_million_tokens",
-                           c.cost_per_million_tokens >= 0 ? nlohmann::json(c.cost_per_million_tokens) : nlohmann::json()},
-                          {"reasons", c.reasons},
-                          {"risks", c.risks},
-                          {"evidence", evidence}});
+    nlohmann::json candidate = {
+        {"name", c.name},
+        {"findings", c.findings},
+        {"status", CandidateStatusName(c.status)},
+        {"engine", c.engine},
+        {"version", c.version},
+        {"emulated", c.emulated},
+        {"rank", c.rank},
+        {"objective", c.has_objective ? nlohmann::json(c.objective) : nlohmann::json()},
+        {"objective_unit", c.objective_unit},
+        {"capacity_per_s",
+         c.capacity_per_s >= 0 ? nlohmann::json(c.capacity_per_s) : nlohmann::json()},
+        {"goodput_per_s",
+         c.goodput_per_s >= 0 ? nlohmann::json(c.goodput_per_s) : nlohmann::json()},
+        {"ttft_p99_ms", c.ttft_p99_ms >= 0 ? nlohmann::json(c.ttft_p99_ms) : nlohmann::json()},
+        {"cost_per_million_tokens", c.cost_per_million_tokens >= 0
+                                        ? nlohmann::json(c.cost_per_million_tokens)
+                                        : nlohmann::json()},
+        {"reasons", c.reasons},
+        {"risks", c.risks},
+        {"evidence", evidence}};
+    // A pooling study's own figures; absent from every other study's verdict.json.
+    if (c.e2e_p99_ms >= 0) candidate["e2e_p99_ms"] = c.e2e_p99_ms;
+    if (c.inputs_per_s >= 0) candidate["inputs_per_s"] = c.inputs_per_s;
+    candidates.push_back(std::move(candidate));
   }
   nlohmann::json rationale = nlohmann::json::array();
   for (const Sentence& s : v.rationale) rationale.push_back({{"text", s.text}, {"pointers", s.pointers}});
@@ -638,6 +673,8 @@ Verdict VerdictFromJson(const nlohmann::json& j) {
     cv.capacity_per_s = number_or(c.at("capacity_per_s"), -1);
     cv.goodput_per_s = number_or(c.at("goodput_per_s"), -1);
     cv.ttft_p99_ms = number_or(c.at("ttft_p99_ms"), -1);
+    cv.e2e_p99_ms = c.contains("e2e_p99_ms") ? number_or(c.at("e2e_p99_ms"), -1) : -1;
+    cv.inputs_per_s = c.contains("inputs_per_s") ? number_or(c.at("inputs_per_s"), -1) : -1;
     cv.cost_per_million_tokens = number_or(c.at("cost_per_million_tokens"), -1);
     cv.reasons = c.at("reasons").get<std::vector<std::string>>();
     cv.risks = c.at("risks").get<std::vector<std::string>>();

@@ -49,7 +49,13 @@ struct CandidateVerdict {
   double capacity_per_s = -1;
   double goodput_per_s = -1;
   double cost_per_million_tokens = -1;
-  double ttft_p99_ms = -1;  // at capacity (worst repeat), else on the replay
+  double ttft_p99_ms = -1;  // at capacity (worst repeat), else on the replay; -1 in a pooling study
+  // A pooling study's figures, where TTFT means nothing (a whole answer): E2E p99 and inputs
+  // (texts or documents) per second, at capacity or else on the replay; -1 otherwise.
+  double e2e_p99_ms = -1;
+  double inputs_per_s = -1;
+  // The latency that breaks ties and is shown: TTFT p99, or E2E p99 in a pooling study.
+  double TailLatencyMs() const { return ttft_p99_ms >= 0 ? ttft_p99_ms : e2e_p99_ms; }
   std::string engine, version;
   bool emulated = false;
 };

@@ -176,6 +176,91 @@ std::map<std::string, double> Capacities(const json& verdict) {
   return out;
 }
 
+// A pooling study of two emulated candidates and one that does not serve the route; small sizes.
+std::string PoolingStudy(const std::string& task) {
+  return "name: pooling\ntask: " + task + R"(
+model: {name: m, architecture: BertModel, quantization: fp16, max_context: 512}
+hardware: {accelerator: cpu, price_per_hour: 1}
+traffic: {shape: workload.yaml, inputs_per_request: 4, seed: 3, requests: 300}
+slo:
+  latency: {e2e_p99: 300ms}
+  attainment: 0.95
+  cold_start_max: 30s
+catalog: catalog.yaml
+candidates:
+  - {name: a, catalog: emulated-radix, emulated: {preset: radix-lpm}}
+  - {name: b, catalog: emulated-paged, emulated: {preset: continuous-paged}}
+  - {name: nopool, catalog: emulated-paged, emulated: {preset: continuous-paged, flags: [--no-pooling]}}
+plan:
+  probes: [readiness, compatibility]
+  single_requests: 5
+  concurrency: [1, 8]
+  step_requests: 100
+  repeats: 1
+  replay: {requests: 100}
+  capacity: {min_per_s: 1, max_per_s: 200, precision: 0.2}
+budget: 5min
+)";
+}
+
+TEST_F(StudyRunTest,
+       EmbeddingAndRerankStudiesEndInAVerdictAndEliminateTheCandidateWithoutTheRoute) {
+  for (const std::string task : {"embedding", "rerank"}) {
+    SCOPED_TRACE(task);
+    fs::copy_file(Source("examples/pooling/workload.yaml"), dir_ / "workload.yaml",
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(Source("examples/pooling/catalog.yaml"), dir_ / "catalog.yaml",
+                  fs::copy_options::overwrite_existing);
+    std::ofstream(dir_ / "study.yaml") << PoolingStudy(task);
+    const fs::path out = dir_ / ("bundle_" + task);
+    const Finished run = RunBakeoff({"run", (dir_ / "study.yaml").string(), "--out", out.string()},
+                                    KillAfter(std::chrono::minutes(3)));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const json verdict = ReadJson(out / "verdict.json");
+    ASSERT_TRUE(verdict["choice"].is_string()) << verdict.dump(2);
+    ASSERT_TRUE(verdict["rollback"].is_string()) << verdict.dump(2);
+    const std::string route = task == "embedding" ? "POST /v1/embeddings" : "POST /v1/rerank";
+    for (const json& c : verdict["candidates"]) {
+      if (c["name"] == "nopool") {
+        // At the gate, by the route check: eliminated, not disqualified by a probe.
+        EXPECT_EQ(c["status"], "eliminated") << c.dump(2);
+        EXPECT_NE(c["reasons"][0].get<std::string>().find(route + " answered HTTP 404"),
+                  std::string::npos)
+            << c.dump(2);
+        EXPECT_NE(
+            c["reasons"][0].get<std::string>().find("route check: candidates/nopool/route.json"),
+            std::string::npos);
+        continue;
+      }
+      EXPECT_EQ(c["status"], "meets_slo") << c.dump(2);
+      // Its own figures: E2E and inputs per second (4 per request), no TTFT.
+      EXPECT_TRUE(c["ttft_p99_ms"].is_null()) << c.dump(2);
+      EXPECT_GT(c["e2e_p99_ms"].get<double>(), 0);
+      EXPECT_NEAR(c["inputs_per_s"].get<double>(), 4 * c["capacity_per_s"].get<double>(),
+                  0.05 * 4 * c["capacity_per_s"].get<double>());
+      for (const char* phase : {"single-r0", "sweep-r0", "replay-r0", "capacity"}) {
+        EXPECT_TRUE(
+            fs::exists(out / "candidates" / c["name"].get<std::string>() / phase / "result.json"))
+            << phase;
+      }
+    }
+    const json route_check = ReadJson(out / "candidates" / "nopool" / "route.json");
+    EXPECT_EQ(route_check["status"], 404);
+    EXPECT_TRUE(route_check["route_missing"].get<bool>());
+    // The eliminated candidate was never probed or loaded.
+    EXPECT_FALSE(fs::exists(out / "candidates" / "nopool" / "probes"));
+    const json probes = ReadJson(out / "candidates" / "a" / "probes" / "probes.json");
+    for (const json& p : probes["probes"]) EXPECT_NE(p["verdict"], "fail") << p.dump(2);
+    Result<std::string> report = ReadFile(out / "report.md");
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->find("TTFT"), std::string::npos);
+    EXPECT_EQ(report->find("TPOT"), std::string::npos);
+    EXPECT_NE(report->find("E2E p99 at capacity"), std::string::npos);
+    EXPECT_NE(report->find("inputs/s"), std::string::npos);
+    EXPECT_NE(run.output.find("E2E p99"), std::string::npos) << run.output;
+  }
+}
+
 TEST_F(StudyRunTest, ResumesAfterAKillAtEachPhaseWithTheSameDecision) {
   if (testing::kSanitizedBuild) GTEST_SKIP() << "release only: see the demo test";
   // Six runs must reach the same decision, so the probe is one without a wall-clock threshold:

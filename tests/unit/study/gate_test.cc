@@ -206,5 +206,34 @@ TEST(GateTest, ACandidateThatNeverServedOrDiedIsOutWhateverTheStudySays) {
   }
 }
 
+TEST(GateTest, APoolingStudyGatesOnItsRouteAndTheRouteCheckHasTheLastWord) {
+  const Catalog catalog = TestCatalog();
+  Study study = StudyWith({{"a", "fast-bf16"}, {"b", "fast-bf16"}, {"c", "fast-bf16"}});
+  study.task = Task::kEmbedding;
+  GateTable t = GateOnCatalog(study, &catalog);
+  // The entry offers no embeddings: failed from the catalog, before anything runs.
+  ASSERT_NE(t.Find("a")->Find("api"), nullptr);
+  EXPECT_EQ(t.Find("a")->Find("api")->status, CellStatus::kFail);
+  EXPECT_NE(t.Find("a")->Find("api")->reason.find("does not offer embeddings"), std::string::npos);
+  // A catalog that claims it, and a server that answers 404: the live answer fails the cell.
+  GateRow& b = *t.Find("b");
+  *b.Find("api") = {"api", CellStatus::kPass, "offers embeddings", "features"};
+  ApplyRouteCheck(b, study, false, "POST /v1/embeddings answered HTTP 404 (Not Found)",
+                  "route check: r.json");
+  EXPECT_TRUE(b.Eliminated());
+  EXPECT_EQ(b.Find("api")->reason,
+            "the catalog says it offers embeddings, but POST /v1/embeddings answered HTTP 404 (Not "
+            "Found)");
+  EXPECT_EQ(b.Find("api")->evidence, "route check: r.json");
+  // What the catalog did not know, a served route answers.
+  GateRow& c = *t.Find("c");
+  *c.Find("api") = {"api", CellStatus::kUnknown, "", ""};
+  ApplyRouteCheck(c, study, true, "POST /v1/embeddings answered HTTP 200 with 1 answer",
+                  "route check: c.json");
+  EXPECT_EQ(c.Find("api")->status, CellStatus::kPass);
+  EXPECT_EQ(c.Find("api")->reason,
+            "serves embeddings: POST /v1/embeddings answered HTTP 200 with 1 answer");
+}
+
 }  // namespace
 }  // namespace bakeoff::study
