@@ -295,6 +295,8 @@
   // ---- a study bundle ------------------------------------------------------------------------------
   function renderStudy(d) {
     const label = provenance(d);
+    // A pooling study's answers are whole: its figures are E2E and inputs (texts, documents) per second.
+    const pooling = d.task === 'embedding' || d.task === 'rerank';
     const m = d.manifest || {};
     header(`Study: ${m.study || ''}`, `bundle made ${m.created_utc || ''} · finished ${m.finished_utc || ''} · ` +
            `${m.tool || 'bakeoff'} ${m.tool_version || ''} · traffic seed ${(m.seeds || {}).traffic}`, d);
@@ -303,7 +305,7 @@
     const chosen = v.choice || '';
     const box = el('div', {cls: 'verdict' + (chosen ? '' : ' none'), 'data-verdict': chosen || 'none'});
     box.append(el('div', {text: chosen ? `Choice: ${chosen}` + (v.rollback ? ` · rollback: ${v.rollback}` : '') +
-                                         (v.tied ? ' (a tie within the search precision, decided by TTFT p99)' : '')
+                                         (v.tied ? ` (a tie within the search precision, decided by ${pooling ? 'E2E' : 'TTFT'} p99)` : '')
                                        : 'No candidate met the study\u2019s SLO.'}));
     box.append(list((v.rationale || []).map((s) => `${s.text}${(s.pointers || []).length ? '  [' + s.pointers.join(', ') + ']' : ''}`)));
     root.append(box);
@@ -368,26 +370,37 @@
     const rates = [...new Set(cands.flatMap((c) => (c.capacity_points || []).map((p) => p.rate_per_s)))].sort((a, b) => a - b);
     const at = (c, f) => rates.map((r) => { const p = (c.capacity_points || []).find((q) => q.rate_per_s === r); return p ? positive(f(p)) : null; });
     const capMarks = cands.filter((c) => c.capacity_per_s > 0).map((c) => ({x: c.capacity_per_s, label: `${c.name} capacity`}));
-    chart(g, {name: 'capacity-ttft', title: 'TTFT p99 against offered rate (capacity search)', provenance: label, x: rates,
-              xlabel: 'offered rate (requests/s)', ylabel: 'ms (log)', ylog: true, marks: capMarks,
-              series: cands.map((c) => ({label: c.name, values: at(c, (p) => p.ttft_p99_ms)})).concat(
-                sloSeries(d.slo || [], rates.length, ['ttft']))});
+    const tail = pooling ? {name: 'e2e', title: 'E2E', of: (p) => p.e2e_p99_ms}
+                         : {name: 'ttft', title: 'TTFT', of: (p) => p.ttft_p99_ms};
+    chart(g, {name: 'capacity-' + tail.name, title: `${tail.title} p99 against offered rate (capacity search)`,
+              provenance: label, x: rates, xlabel: 'offered rate (requests/s)', ylabel: 'ms (log)', ylog: true, marks: capMarks,
+              series: cands.map((c) => ({label: c.name, values: at(c, tail.of)})).concat(
+                sloSeries(d.slo || [], rates.length, [tail.name]))});
     chart(g, {name: 'capacity-attainment', title: 'SLO attainment against offered rate', provenance: label, x: rates,
               xlabel: 'offered rate (requests/s)', ylabel: 'attainment', marks: capMarks,
               series: cands.map((c) => ({label: c.name, values: at(c, (p) => p.attainment)})).concat(
                 d.attainment_target ? [{label: 'target', values: rates.map(() => d.attainment_target), dash: [6, 4], color: '#b3261e'}] : [])});
     const sweepX = [...new Set(cands.flatMap((c) => (c.sweep || []).map((p) => p.concurrency)))].sort((a, b) => a - b);
     const sweepAt = (c, f) => sweepX.map((x) => { const p = (c.sweep || []).find((q) => q.concurrency === x); return p ? f(p) : null; });
-    chart(g, {name: 'sweep-throughput', title: 'Output tokens/s against concurrency (sweep)', provenance: label, x: sweepX,
-              xlabel: 'concurrency', ylabel: 'output tokens/s',
-              series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => p.output_tokens_per_s)}))});
-    chart(g, {name: 'sweep-tpot', title: 'TPOT p50 against concurrency (sweep)', provenance: label, x: sweepX,
-              xlabel: 'concurrency', ylabel: 'ms',
-              series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => positive(p.tpot_p50_ms))}))});
+    if (pooling) {
+      chart(g, {name: 'sweep-throughput', title: 'Inputs/s against concurrency (sweep)', provenance: label, x: sweepX,
+                xlabel: 'concurrency', ylabel: 'inputs/s',
+                series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => p.inputs_per_s)}))});
+      chart(g, {name: 'sweep-e2e', title: 'E2E p50 against concurrency (sweep)', provenance: label, x: sweepX,
+                xlabel: 'concurrency', ylabel: 'ms',
+                series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => positive(p.e2e_p50_ms))}))});
+    } else {
+      chart(g, {name: 'sweep-throughput', title: 'Output tokens/s against concurrency (sweep)', provenance: label, x: sweepX,
+                xlabel: 'concurrency', ylabel: 'output tokens/s',
+                series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => p.output_tokens_per_s)}))});
+      chart(g, {name: 'sweep-tpot', title: 'TPOT p50 against concurrency (sweep)', provenance: label, x: sweepX,
+                xlabel: 'concurrency', ylabel: 'ms',
+                series: cands.map((c) => ({label: c.name, values: sweepAt(c, (p) => positive(p.tpot_p50_ms))}))});
+    }
 
     section('The workload replayed on every candidate', label);
     g = grid();
-    for (const metric of ['ttft_ms', 'tpot_ms', 'e2e_ms']) {
+    for (const metric of pooling ? ['e2e_ms'] : ['ttft_ms', 'tpot_ms', 'e2e_ms']) {
       curveChart(g, 'replay-' + metric, `${METRIC_NAMES[metric]} by quantile, workload replay`, d.curve_nines,
                  cands.filter((c) => c.replay).map((c) => ({label: c.name, values: c.replay[metric] || []})), label);
     }
@@ -396,7 +409,7 @@
       chart(g, {name: 'workload-arrivals', title: 'Workload arrivals per second', provenance: w.synthesized ? 'synthesized' : '',
                 x: w.arrivals.t_s, xlabel: 'seconds', ylabel: 'requests/s', series: [{label: 'arrivals/s', values: w.arrivals.values}]});
       histogramChart(g, 'workload-prompts', 'Workload prompt lengths', w.prompt_tokens, 'tokens', '');
-      histogramChart(g, 'workload-outputs', 'Workload output lengths', w.output_tokens, 'tokens', '');
+      if (!pooling) histogramChart(g, 'workload-outputs', 'Workload output lengths', w.output_tokens, 'tokens', '');
     }
     if (w.fingerprint) {
       root.append(table(['workload figure', 'value'], Object.entries(w.fingerprint).map(([k, val]) => [k, typeof val === 'number' ? num(val) : String(val)]), INPUT));

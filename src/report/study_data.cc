@@ -11,6 +11,7 @@
 #include "core/file.h"
 #include "report/run_data.h"
 #include "study/bundle_reader.h"
+#include "study/study.h"
 
 namespace bakeoff::report {
 namespace {
@@ -100,6 +101,10 @@ Result<json> ReadStudyDataOrThrow(const fs::path& bundle) {
   Result<json> gate = ReadJson(bundle / "gate.json");
   if (!gate) return gate.error();
   json notes = json::array();
+  // The task decides the figures the page draws: a pooling study's are E2E and inputs/s.
+  Result<study::Study> kept_study = study::LoadStudy(bundle / "study.yaml");
+  const study::Task task = kept_study.ok() ? kept_study->task : study::Task::kChat;
+  const double inputs = kept_study.ok() ? kept_study->traffic.inputs_per_request : 1;
 
   json candidates = json::array();
   json slo = json::array();
@@ -124,13 +129,18 @@ Result<json> ReadStudyDataOrThrow(const fs::path& bundle) {
       json points = json::array();
       for (const json& p : capacity->value("points", json::array())) {
         // The worst repeat at each rate: the search passes a rate only when every repeat does.
-        double ttft = 0, tpot = 0;
+        double ttft = 0, tpot = 0, e2e = 0;
         for (const json& t : p.value("trials", json::array())) {
           ttft = std::max(ttft, t.value("ttft_p99_ms", 0.0));
           tpot = std::max(tpot, t.value("tpot_p99_ms", 0.0));
+          e2e = std::max(e2e, t.value("e2e_p99_ms", 0.0));
         }
-        points.push_back({{"rate_per_s", p.value("rate_per_s", 0.0)}, {"passed", p.value("passed", false)},
-                          {"attainment", p.value("attainment", 0.0)}, {"ttft_p99_ms", ttft}, {"tpot_p99_ms", tpot}});
+        points.push_back({{"rate_per_s", p.value("rate_per_s", 0.0)},
+                          {"passed", p.value("passed", false)},
+                          {"attainment", p.value("attainment", 0.0)},
+                          {"ttft_p99_ms", ttft},
+                          {"tpot_p99_ms", tpot},
+                          {"e2e_p99_ms", e2e}});
       }
       c["capacity_points"] = points;
     } else if (!capacity.ok()) {
@@ -143,7 +153,10 @@ Result<json> ReadStudyDataOrThrow(const fs::path& bundle) {
         for (const json& s : phase->value("steps", json::array())) {
           steps.push_back({{"concurrency", Concurrency(s.value("label", ""))},
                            {"output_tokens_per_s", s.value("output_tokens_per_s", 0.0)},
-                           {"tpot_p50_ms", s.value("tpot_p50_ms", 0.0)}, {"ttft_p99_ms", s.value("ttft_p99_ms", 0.0)}});
+                           {"inputs_per_s", s.value("request_rate_per_s", 0.0) * inputs},
+                           {"tpot_p50_ms", s.value("tpot_p50_ms", 0.0)},
+                           {"ttft_p99_ms", s.value("ttft_p99_ms", 0.0)},
+                           {"e2e_p50_ms", s.value("e2e_p50_ms", 0.0)}});
         }
       }
       c["sweep"] = steps;
@@ -169,6 +182,7 @@ Result<json> ReadStudyDataOrThrow(const fs::path& bundle) {
   }
   if (nines.empty()) nines = analyze::LatencyCurveNines();
   return json{{"kind", "study"},
+              {"task", study::TaskName(task)},
               {"emulated", verdict->value("emulated", false)},
               {"simulated", verdict->value("simulated", false)},
               {"manifest", manifest.value()},

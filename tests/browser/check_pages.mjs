@@ -33,10 +33,13 @@ function expectedSeries(d) {
     if (d.steps.length > 1) out['load-throughput'] = 3;
     if (d.metrics && d.metrics.t_s.length) out['engine-metrics'] = Object.keys(d.metrics.series).length;
   } else if (d.kind === 'study') {
+    // A pooling study's page draws E2E and inputs/s: its answers have no TTFT or TPOT.
+    const pooling = d.task === 'embedding' || d.task === 'rerank';
     const replayed = d.candidates.filter((c) => c.replay);
-    for (const m of ['ttft_ms', 'tpot_ms', 'e2e_ms']) out['replay-' + m] = replayed.length;
-    out['capacity-ttft'] = d.candidates.filter((c) => (c.capacity_points || []).some((p) => p.ttft_p99_ms > 0)).length +
-                           d.slo.filter((t) => t.metric === 'ttft').length;
+    for (const m of pooling ? ['e2e_ms'] : ['ttft_ms', 'tpot_ms', 'e2e_ms']) out['replay-' + m] = replayed.length;
+    const tail = pooling ? 'e2e' : 'ttft';
+    out['capacity-' + tail] = d.candidates.filter((c) => (c.capacity_points || []).some((p) => p[tail + '_p99_ms'] > 0)).length +
+                              d.slo.filter((t) => t.metric === tail).length;
     out['sweep-throughput'] = d.candidates.filter((c) => (c.sweep || []).length).length;
   } else if (d.kind === 'compare') {
     for (const m of ['ttft_ms', 'tpot_ms', 'e2e_ms']) {
@@ -84,7 +87,7 @@ for (const spec of pages) {
               badge: !!(card && card.querySelector('h3 .badge'))};
     });
     const tables = [...document.querySelectorAll('table[data-table]')].map((t) => !!t.querySelector('caption .badge'));
-    return {data, rendered: document.body.dataset.rendered, charts, tables,
+    return {data, rendered: document.body.dataset.rendered, charts, tables, text: document.body.innerText,
             provenance: !!document.querySelector('.provenance')};
   });
   if (state.rendered !== 'ok') problems.push(`rendered: ${state.rendered}`);
@@ -98,6 +101,9 @@ for (const spec of pages) {
     if (c.series > 0 && (!c.drawn || c.inked === 0)) problems.push(`chart ${c.name} is blank`);
   }
   if (state.charts.length === 0) problems.push('no chart on the page');
+  if (state.data.kind === 'study' && ['embedding', 'rerank'].includes(state.data.task)) {
+    for (const word of ['TTFT', 'TPOT']) if (state.text.includes(word)) problems.push(`a pooling study's page says ${word}`);
+  }
   const emulated = state.data.emulated || state.data.simulated ||
                    (state.data.kind === 'compare' && [state.data.old_run, state.data.new_run].some((r) => r && r.emulated));
   if (emulated) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The report pages in a real browser: makes one page of each kind with the built binary (a
 # simulate sweep, a bench against `bakeoff emulate` on 127.0.0.1 with its metrics scraped, a
-# compare of two runs, and the demo study's bundle), then opens each in headless Chromium with
+# compare of two runs, the demo study's bundle and the pooling example's), then opens each in headless Chromium with
 # networking off (check_pages.mjs). Screenshots stay in OUT/screenshots. Everything is bounded:
 # the emulator is stopped on exit and every command has a timeout.
 # Usage: report_pages_test.sh BAKEOFF SOURCE_DIR OUT
@@ -37,9 +37,12 @@ emulator_pid=
 
 (cd "$src" && DEMO_OUT="$out/study" timeout 300 scripts/demo.sh "$bakeoff" >"$out/study.log" 2>&1) ||
   { echo "the demo study failed: $(tail -5 "$out/study.log")" >&2; exit 1; }
+timeout 120 "$bakeoff" run "$src/examples/pooling/study.yaml" --out "$out/pooling" >"$out/pooling.log" 2>&1 ||
+  { echo "the pooling study failed: $(tail -5 "$out/pooling.log")" >&2; exit 1; }
 
 cd "$src"
 timeout 180 node tests/browser/check_pages.mjs "$out/screenshots" \
   "$out/sim-old/report.html=simulate" "$out/bench/report.html=bench" \
   "$out/sim-summary-only/report.html=simulate-summary-only" \
-  "$out/compare/compare.html=compare" "$out/study/report.html=study"
+  "$out/compare/compare.html=compare" "$out/study/report.html=study" \
+  "$out/pooling/report.html=pooling-study"

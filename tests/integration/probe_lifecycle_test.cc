@@ -116,10 +116,13 @@ TEST(ProbeLifecycleTest, APoolingCandidateRunsEveryProbeThatMeansSomethingForIt)
     ASSERT_TRUE(o.probes.is_object()) << o.process.output;
     EXPECT_EQ(o.probes["disqualified"], false) << o.probes.dump(2);
     for (const char* name :
-         {"cold_start", "readiness", "compatibility", "bad_input", "observability", "sigterm_drain", "restart"}) {
+         {"cold_start", "readiness", "compatibility", "bad_input", "observability", "restart"}) {
       EXPECT_EQ(o.Verdict(name), "pass") << name << "\n" << o.probes.dump(2);
     }
-    EXPECT_NE(o.Verdict("overload"), "fail") << o.probes.dump(2);
+    // A whole request counts as in flight once written: one the server had not read yet at SIGTERM
+    // is refused (a visible end, a warning), which a slow (sanitized) emulator sometimes shows.
+    for (const char* name : {"overload", "sigterm_drain"})
+      EXPECT_NE(o.Verdict(name), "fail") << o.probes.dump(2);
     // Nothing is generated: no stream to cancel, no text to score.
     for (const char* name : {"cancellation", "quality"}) {
       EXPECT_EQ(o.Verdict(name), "not_run") << name;
@@ -132,8 +135,13 @@ TEST(ProbeLifecycleTest, APoolingCandidateRunsEveryProbeThatMeansSomethingForIt)
                                                           {"batch_consistency", "pass"},
                                                           {"unknown_model", "pass"},
                                                           {"over_context", "pass"}}));
-    // The requests in flight at SIGTERM were whole pooling requests, and they were answered.
-    EXPECT_EQ(o.Probe("sigterm_drain")->at("measurements")["streams_completed"]["value"], 8);
+    // The requests in flight at SIGTERM were whole pooling requests: each answered or refused, none
+    // cut.
+    const auto& drain = o.Probe("sigterm_drain")->at("measurements");
+    EXPECT_EQ(drain["streams_cut"]["value"], 0);
+    EXPECT_EQ(drain["streams_completed"]["value"].get<double>() +
+                  drain["streams_errored"]["value"].get<double>(),
+              8);
   }
 }
 
