@@ -404,10 +404,25 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   }
   const Nanos drain = std::chrono::steady_clock::now() - sigterm;
   const std::vector<measure::RequestRecord> records = batch.Finish(seconds(5));
-  std::size_t completed = 0, errored = 0, cut = 0, hung = 0;
+  std::size_t completed = 0, errored = 0, cut = 0, hung = 0, reset_unanswered = 0;
   nlohmann::ordered_json j;
   for (const measure::RequestRecord& r : records) {
     std::string kind;
+    // A whole (pooling) request shows nothing before its end: one reset before any answer byte may
+    // never have been read (a connection still in the listen queue when the server stopped
+    // accepting) as well as dropped, and the probe cannot tell which.
+    const bool reset_before_answer =
+        !batch.streaming() && !r.headers_received &&
+        (r.outcome == measure::Outcome::kReset || r.outcome == measure::Outcome::kConnectFailed);
+    if (reset_before_answer) {
+      ++reset_unanswered;
+      j["streams"].push_back({{"id", r.id},
+                              {"class", "reset before any answer"},
+                              {"outcome", measure::OutcomeName(r.outcome)},
+                              {"tokens", r.counted_tokens},
+                              {"error", r.error}});
+      continue;
+    }
     switch (r.outcome) {
       case measure::Outcome::kOk:
         kind = "completed";
@@ -446,6 +461,8 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
   result.Measure("streams_completed", static_cast<double>(completed), "streams");
   result.Measure("streams_errored", static_cast<double>(errored), "streams");
   result.Measure("streams_cut", static_cast<double>(cut + hung), "streams");
+  if (!batch.streaming())
+    result.Measure("requests_reset_unanswered", static_cast<double>(reset_unanswered), "requests");
   const std::vector<std::string> with_logs = {
       evidence, context.evidence.Relative(candidate.process()->stderr_path())};
   if (cut + hung > 0) {
@@ -455,6 +472,16 @@ void ProbeSigtermDrain(ProbeContext& context, ProbeResult& result) {
             "{} of {} streams in flight at SIGTERM were cut without an error the client could "
             "see{}",
             cut + hung, records.size(), hung > 0 ? fmt::format(" ({} left hanging)", hung) : ""),
+        with_logs);
+  }
+  if (reset_unanswered > 0) {
+    result.Find(
+        Severity::kWarning, "requests_reset_unanswered",
+        fmt::format(
+            "{} of {} whole requests written before SIGTERM were reset before any answer: the "
+            "server either had not read them or dropped them (a pooling request shows nothing "
+            "before its end, so the probe cannot tell which)",
+            reset_unanswered, records.size()),
         with_logs);
   }
   if (errored > 0) {

@@ -134,6 +134,7 @@ constexpr FindingRule kRules[] = {
     Nothing("bad_input.no_error_body"),
     Nothing("compatibility.models_failed"),
     Nothing("compatibility.batch_inconsistent"),
+    Nothing("sigterm_drain.requests_reset_unanswered"),
     Nothing("compatibility.n_failed"),
     Nothing("compatibility.stop_failed"),
     Nothing("compatibility.stop_ignored"),
