@@ -4,10 +4,11 @@
 // serves) and stopped when the round moves on, and where each load phase sends its load (the
 // virtual clock for an emulated candidate). Declarations in runner_impl.h.
 #include <arpa/inet.h>
-#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "core/json_dump.h"
 #include "study/runner_impl.h"
@@ -125,8 +126,8 @@ Status StudyRunner::CheckRoutes() {
     if (!spec.ok()) continue;
     Result<target::Candidate> candidate = target::Candidate::Create(spec.value());
     if (!candidate.ok() || (candidate->launch_mode() && !candidate->Launch().ok())) continue;
-    (void)candidate->WaitReady(
-        candidate->spec().ready_timeout);  // stops at once on a missing route
+    // WaitReady stops at once on a missing route; any other failure shows in the answer below.
+    (void)candidate->WaitReady(candidate->spec().ready_timeout);
     const target::GenerationAnswer answer = candidate->Generate("Hello", 1);
     if (candidate->launch_mode() && candidate->Running()) candidate->Stop();
     const std::string route = dialect::RequestPath(spec->api, study_.model.name, false);
